@@ -1,0 +1,63 @@
+//===- TPDialect.td - tensor-parallel dialect definition ---*- tablegen -*-===//
+//
+// The `tp` dialect describes how tensors are laid out over a device mesh
+// (replicated, sharded along dimensions, or partial) and the collectives that
+// move a tensor from one layout to another.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TP_DIALECT_TP_IR_TPDIALECT_TD
+#define TP_DIALECT_TP_IR_TPDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def TP_Dialect : Dialect {
+  let name = "tp";
+  let cppNamespace = "::mlir::tp";
+  let summary = "Tensor-parallel layouts over a device mesh, and collectives";
+  let description = [{
+    The `tp` dialect is the vocabulary of the tp-opt compiler. It has three
+    parts:
+
+    * `tp.mesh`, a named N-D grid of devices whose axes carry names and sizes;
+    * `#tp.layout`, which says for each dimension of a tensor whether it is
+      whole on every device or split over one or more mesh axes, and whether
+      the tensor is *partial*: a pending sum, max or min over some mesh axes;
+    * ops: `tp.annotate` pins a value's layout before partitioning; the
+      collectives `tp.all_reduce`, `tp.all_gather`, `tp.reduce_scatter`,
+      `tp.all_to_all` and the communication-free `tp.slice` work on the
+      *local* tensors of a partitioned program; `tp.axis_index` gives this
+      device's coordinate along mesh axes.
+
+    Three discardable attributes live on function arguments and results:
+    `tp.layout` (a `#tp.layout`), `tp.param` (unit: a weight whose layout the
+    planner chooses) and `tp.global_shape` (the shape before partitioning).
+    The dialect verifies them wherever they appear.
+
+    See `docs/RationaleTP.md` for the design rationale.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+
+    /// Name of the argument/result attribute holding a `#tp.layout`.
+    static constexpr ::llvm::StringLiteral getLayoutAttrName() {
+      return ::llvm::StringLiteral("tp.layout");
+    }
+    /// Name of the unit attribute marking a parameter with a free layout.
+    static constexpr ::llvm::StringLiteral getParamAttrName() {
+      return ::llvm::StringLiteral("tp.param");
+    }
+    /// Name of the attribute recording the global shape of a local value.
+    static constexpr ::llvm::StringLiteral getGlobalShapeAttrName() {
+      return ::llvm::StringLiteral("tp.global_shape");
+    }
+  }];
+}
+
+class TP_Op<string mnemonic, list<Trait> traits = []>
+    : Op<TP_Dialect, mnemonic, traits>;
+
+#endif // TP_DIALECT_TP_IR_TPDIALECT_TD

@@ -1,0 +1,101 @@
+//===- TPDialect.cpp - tp dialect -------------------------------*- C++ -*-===//
+
+#include "tp/Dialect/TP/IR/TPDialect.h"
+#include "tp/Dialect/TP/IR/TPAttrs.h"
+#include "tp/Dialect/TP/IR/TPOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::tp;
+
+#include "tp/Dialect/TP/IR/TPDialect.cpp.inc"
+
+void TPDialect::initialize() {
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "tp/Dialect/TP/IR/TPOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes on function arguments and results
+//===----------------------------------------------------------------------===//
+
+/// Verifies one `tp.*` attribute attached to a value of type `type` (an
+/// argument or result of `op`). `emitError` opens a diagnostic that already
+/// names the argument or result.
+static LogicalResult
+verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
+                     llvm::function_ref<InFlightDiagnostic()> emitError) {
+  StringRef name = attr.getName().getValue();
+  if (name == TPDialect::getLayoutAttrName()) {
+    auto layout = dyn_cast<LayoutAttr>(attr.getValue());
+    if (!layout)
+      return emitError() << "'" << name << "' must be a #tp.layout, got "
+                         << attr.getValue();
+    return verifyLayoutForType(layout, type, op, emitError);
+  }
+  if (name == TPDialect::getParamAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return emitError() << "'" << name << "' must be a unit attribute, got "
+                         << attr.getValue();
+    if (!isa<RankedTensorType>(type))
+      return emitError() << "'" << name
+                         << "' needs a ranked tensor, got " << type;
+    return success();
+  }
+  if (name == TPDialect::getGlobalShapeAttrName()) {
+    auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!shape)
+      return emitError() << "'" << name
+                         << "' must be an array<i64>, got " << attr.getValue();
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor)
+      return emitError() << "'" << name << "' needs a ranked tensor, got "
+                         << type;
+    if (static_cast<int64_t>(shape.size()) != tensor.getRank())
+      return emitError() << "'" << name << "' has " << shape.size()
+                         << " dimensions but the type " << type << " has "
+                         << tensor.getRank();
+    for (auto [i, size] : llvm::enumerate(shape.asArrayRef()))
+      if (size < 0)
+        return emitError() << "'" << name << "' dimension " << i
+                           << " has negative size " << size;
+    return success();
+  }
+  return emitError() << "unknown attribute '" << name
+                     << "'; the tp dialect defines '"
+                     << TPDialect::getLayoutAttrName() << "', '"
+                     << TPDialect::getParamAttrName() << "' and '"
+                     << TPDialect::getGlobalShapeAttrName() << "'";
+}
+
+LogicalResult TPDialect::verifyRegionArgAttribute(Operation *op,
+                                                  unsigned regionIndex,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attr) {
+  Type type;
+  if (auto fn = dyn_cast<FunctionOpInterface>(op))
+    type = fn.getArgumentTypes()[argIndex];
+  else
+    type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  return verifyValueAttribute(op, attr, type, [&]() {
+    return op->emitOpError() << "argument " << argIndex << ": ";
+  });
+}
+
+LogicalResult TPDialect::verifyRegionResultAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  // MLIR only attaches result attributes to function-like ops.
+  auto fn = cast<FunctionOpInterface>(op);
+  return verifyValueAttribute(op, attr, fn.getResultTypes()[resultIndex], [&]() {
+    return op->emitOpError() << "result " << resultIndex << ": ";
+  });
+}

@@ -1,0 +1,171 @@
+// RUN: tp-opt %s -split-input-file -verify-diagnostics
+// Every diagnostic of #tp.layout, #tp.reduction and the tp.* argument and
+// result attributes.
+
+tp.mesh @m ["tp" = 4]
+// An empty axis list is not a way to say "unsplit".
+// expected-error @+1 {{expected '-', a mesh axis name or a non-empty list of mesh axis names for dimension 1}}
+func.func @empty_dim_list() attributes {l = #tp.layout<@m, [-, []]>} {
+  return
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+// expected-error @+1 {{expected '-', a mesh axis name or a non-empty list of mesh axis names for dimension 0}}
+func.func @number_as_dim() attributes {l = #tp.layout<@m, [4]>} {
+  return
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+// expected-error @+1 {{unknown reduction kind 'avg'; expected 'sum', 'max' or 'min'}}
+func.func @unknown_kind() attributes {l = #tp.layout<@m, [-], partial = avg("tp")>} {
+  return
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+// expected-error @+1 {{expected at least one mesh axis in 'partial'}}
+func.func @empty_partial() attributes {l = #tp.layout<@m, [-], partial = sum()>} {
+  return
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+// expected-error @+1 {{mesh axis "tp" appears more than once in the layout}}
+func.func @axis_twice() attributes {l = #tp.layout<@m, ["tp", "tp"]>} {
+  return
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+// An axis cannot both split a dimension and be partial.
+// expected-error @+1 {{mesh axis "tp" appears more than once in the layout}}
+func.func @split_and_partial() attributes {l = #tp.layout<@m, ["tp"], partial = sum("tp")>} {
+  return
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+// expected-error @+1 {{mesh axis names in a layout must not be empty}}
+func.func @empty_axis_name() attributes {l = #tp.layout<@m, [""]>} {
+  return
+}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::tp::ReductionKind to be one of: sum, max, min}}
+// expected-error @+1 {{failed to parse TP_ReductionKindAttr parameter 'value' which is to be a `::mlir::tp::ReductionKind`}}
+func.func @bad_reduction_attr() attributes {k = #tp<reduction avg>} {
+  return
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+// expected-error @+1 {{'func.func' op argument 0: layout has rank 1 but the type 'tensor<8x16xf32>' has rank 2}}
+func.func @arg_rank_mismatch(%x: tensor<8x16xf32> {tp.layout = #tp.layout<@m, ["tp"]>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: layout refers to @nope, which is not a tp.mesh in scope}}
+func.func @arg_unknown_mesh(%x: tensor<8xf32> {tp.layout = #tp.layout<@nope, ["tp"]>}) {
+  return
+}
+
+// -----
+
+// expected-note @+1 {{mesh declared here}}
+tp.mesh @m ["tp" = 4]
+// expected-error @+1 {{'func.func' op argument 0: mesh axis "dp" in the layout does not exist in @m}}
+func.func @arg_unknown_axis(%x: tensor<8xf32> {tp.layout = #tp.layout<@m, ["dp"]>}) {
+  return
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+// expected-error @+1 {{'func.func' op argument 0: dynamic dimension 0 cannot be split over mesh axes}}
+func.func @arg_dynamic_split(%x: tensor<?x8xf32> {tp.layout = #tp.layout<@m, ["tp", -]>}) {
+  return
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+// expected-error @+1 {{'func.func' op argument 0: a layout needs a ranked tensor, got 'f32'}}
+func.func @arg_not_tensor(%x: f32 {tp.layout = #tp.layout<@m, []>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.layout' must be a #tp.layout, got "tp"}}
+func.func @arg_layout_not_layout(%x: tensor<8xf32> {tp.layout = "tp"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.param' must be a unit attribute, got true}}
+func.func @param_not_unit(%x: tensor<8xf32> {tp.param = true}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.param' needs a ranked tensor, got 'i32'}}
+func.func @param_not_tensor(%x: i32 {tp.param}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.global_shape' must be an array<i64>, got [8]}}
+func.func @global_shape_not_array(%x: tensor<8xf32> {tp.global_shape = [8]}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.global_shape' needs a ranked tensor, got 'f32'}}
+func.func @global_shape_not_tensor(%x: f32 {tp.global_shape = array<i64: 8>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result 0: 'tp.global_shape' has 1 dimensions but the type 'tensor<2x8xf32>' has 2}}
+func.func @global_shape_rank(%x: tensor<2x8xf32>) -> (tensor<2x8xf32> {tp.global_shape = array<i64: 8>}) {
+  return %x : tensor<2x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.global_shape' dimension 1 has negative size -4}}
+func.func @global_shape_negative(%x: tensor<2x8xf32> {tp.global_shape = array<i64: 8, -4>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param' and 'tp.global_shape'}}
+func.func @unknown_tp_attr(%x: tensor<8xf32> {tp.shard}) {
+  return
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+// expected-error @+1 {{'func.func' op result 0: layout has rank 2 but the type 'tensor<8xf32>' has rank 1}}
+func.func @result_rank_mismatch(%x: tensor<8xf32>) -> (tensor<8xf32> {tp.layout = #tp.layout<@m, [-, -]>}) {
+  return %x : tensor<8xf32>
+}

@@ -1,0 +1,56 @@
+// RUN: tp-opt %s | tp-opt | FileCheck %s
+// #tp.layout in every form, and the tp.* argument/result attributes.
+
+tp.mesh @m ["tp" = 4]
+tp.mesh @grid ["dp" = 2, "tp" = 4]
+
+// A weight with a free layout, an input pinned split on its batch dim over
+// "dp", and a result that keeps its global shape after partitioning.
+// CHECK-LABEL: func.func @arg_and_result_attrs
+// CHECK-SAME: %{{.*}}: tensor<64x32xf32> {tp.param}
+// CHECK-SAME: %{{.*}}: tensor<8x64xf32> {tp.layout = #tp.layout<@grid, ["dp", -]>}
+// CHECK-SAME: -> (tensor<8x8xf32> {tp.global_shape = array<i64: 8, 32>, tp.layout = #tp.layout<@m, [-, "tp"]>})
+func.func @arg_and_result_attrs(
+    %w: tensor<64x32xf32> {tp.param},
+    %x: tensor<8x64xf32> {tp.layout = #tp.layout<@grid, ["dp", -]>})
+    -> (tensor<8x8xf32> {tp.layout = #tp.layout<@m, [-, "tp"]>,
+                         tp.global_shape = array<i64: 8, 32>}) {
+  %0 = tensor.empty() : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// A parameter may also carry a pin.
+// CHECK-LABEL: func.func @pinned_param
+// CHECK-SAME: {tp.layout = #tp.layout<@m, ["tp", -]>, tp.param}
+func.func @pinned_param(%w: tensor<64x32xf32> {tp.param, tp.layout = #tp.layout<@m, ["tp", -]>}) {
+  return
+}
+
+// Layouts in an attribute dictionary, printed in canonical compact form:
+// one axis as a bare string, several as a list, the partial clause last.
+// CHECK-LABEL: func.func @layout_forms
+// CHECK-SAME: l0 = #tp.layout<@m, []>
+// CHECK-SAME: l1 = #tp.layout<@m, [-, -]>
+// CHECK-SAME: l2 = #tp.layout<@grid, ["tp", "dp"]>
+// CHECK-SAME: l3 = #tp.layout<@grid, {{\[\[}}"tp", "dp"], -]>
+// CHECK-SAME: l4 = #tp.layout<@grid, ["dp", -], partial = sum("tp")>
+// CHECK-SAME: l5 = #tp.layout<@grid, [-], partial = max("tp", "dp")>
+// CHECK-SAME: l6 = #tp.layout<@m, ["tp"]>
+func.func @layout_forms() attributes {
+    l0 = #tp.layout<@m, []>,
+    l1 = #tp.layout<@m, [-, -]>,
+    l2 = #tp.layout<@grid, ["tp", "dp"]>,
+    l3 = #tp.layout<@grid, [["tp", "dp"], -]>,
+    l4 = #tp.layout<@grid, ["dp", -], partial = sum("tp")>,
+    l5 = #tp.layout<@grid, [-], partial = max("tp", "dp")>,
+    l6 = #tp.layout<@m, [["tp"]]>} {
+  return
+}
+
+// The reduction-kind attribute on its own.
+// CHECK-LABEL: func.func @reduction_kinds
+// CHECK-SAME: k0 = #tp<reduction sum>, k1 = #tp<reduction max>, k2 = #tp<reduction min>
+func.func @reduction_kinds() attributes {
+    k0 = #tp<reduction sum>, k1 = #tp<reduction max>, k2 = #tp<reduction min>} {
+  return
+}

@@ -1,0 +1,56 @@
+# -*- Python -*-
+# lit configuration for the tp-opt regression tests.
+
+import os
+import shutil
+import subprocess
+import sys
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "TP"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tp_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "unittests", "Inputs"]
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%tp_src_root", config.tp_src_root))
+config.substitutions.append(("%mlir_include_dir", config.mlir_include_dir))
+config.substitutions.append(("%mlir_tblgen", config.mlir_tblgen))
+config.substitutions.append(("%tp_obj_root", config.tp_obj_root))
+# %expect-exit CODE cmd...: succeeds when cmd exits with exactly CODE (a crash
+# never does).
+config.substitutions.append(
+    ("%expect-exit",
+     "%s %s" % (sys.executable,
+                os.path.join(config.tp_src_root, "utils", "expect-exit.py"))))
+
+tool_dirs = [config.tp_tools_dir, config.llvm_tools_dir]
+tools = [
+    "tp-opt",
+    ToolSubst("mlir-opt", unresolved="fatal"),
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Build-time capabilities.
+if config.tp_have_cuda:
+    config.available_features.add("cuda")
+if config.tp_have_mpi:
+    config.available_features.add("mpi")
+
+# cuda-gpu: a usable NVIDIA GPU is present. Never set on the build machines
+# or in CI; GPU execution tests carry `REQUIRES: cuda-gpu`.
+smi = shutil.which("nvidia-smi")
+if smi:
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True,
+                             timeout=20)
+        if out.returncode == 0 and "GPU" in out.stdout:
+            config.available_features.add("cuda-gpu")
+    except (OSError, subprocess.SubprocessError):
+        pass
