@@ -157,7 +157,7 @@ func.func @global_shape_negative(%x: tensor<2x8xf32> {tp.global_shape = array<i6
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param' and 'tp.global_shape'}}
+// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param', 'tp.global_shape' and 'tp.init'}}
 func.func @unknown_tp_attr(%x: tensor<8xf32> {tp.shard}) {
   return
 }
@@ -168,4 +168,53 @@ tp.mesh @m ["tp" = 4]
 // expected-error @+1 {{'func.func' op result 0: layout has rank 2 but the type 'tensor<8xf32>' has rank 1}}
 func.func @result_rank_mismatch(%x: tensor<8xf32>) -> (tensor<8xf32> {tp.layout = #tp.layout<@m, [-, -]>}) {
   return %x : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' must be a dictionary, got "normal"}}
+func.func @init_not_dict(%x: tensor<8xf32> {tp.init = "normal"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' needs a ranked tensor, got 'f32'}}
+func.func @init_not_tensor(%x: f32 {tp.init = {kind = "zeros"}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' needs a string 'kind'}}
+func.func @init_no_kind(%x: tensor<8xf32> {tp.init = {seed = 1 : i64}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' of kind 'normal' needs an integer 'seed'}}
+func.func @init_no_seed(%x: tensor<8xf32> {tp.init = {kind = "normal", std = 0.02 : f64}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' of kind 'uniform' needs a float 'scale'}}
+func.func @init_no_scale(%x: tensor<8xf32> {tp.init = {kind = "uniform", seed = 3 : i64}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' field 'std' must not be negative}}
+func.func @init_negative_std(%x: tensor<8xf32> {tp.init = {kind = "normal", seed = 3 : i64, std = -1.0 : f64}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' has unknown kind 'xavier'; expected 'normal', 'uniform', 'zeros' or 'ones'}}
+func.func @init_unknown_kind(%x: tensor<8xf32> {tp.init = {kind = "xavier"}}) {
+  return
 }

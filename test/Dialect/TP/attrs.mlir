@@ -19,6 +19,20 @@ func.func @arg_and_result_attrs(
   return %0 : tensor<8x8xf32>
 }
 
+// Initialisation descriptors of every kind.
+// CHECK-LABEL: func.func @init_descriptors
+// CHECK-SAME: tp.init = {kind = "normal", seed = 7 : i64, std = 2.000000e-02 : f64}
+// CHECK-SAME: tp.init = {kind = "uniform", scale = 5.000000e-01 : f64, seed = 8 : i64}
+// CHECK-SAME: tp.init = {kind = "zeros"}
+// CHECK-SAME: tp.init = {kind = "ones"}
+func.func @init_descriptors(
+    %a: tensor<4x4xf32> {tp.param, tp.init = {kind = "normal", seed = 7 : i64, std = 0.02 : f64}},
+    %b: tensor<4xf32> {tp.param, tp.init = {kind = "uniform", seed = 8 : i64, scale = 0.5 : f64}},
+    %c: tensor<4xf32> {tp.param, tp.init = {kind = "zeros"}},
+    %d: tensor<4xf32> {tp.param, tp.init = {kind = "ones"}}) {
+  return
+}
+
 // A parameter may also carry a pin.
 // CHECK-LABEL: func.func @pinned_param
 // CHECK-SAME: {tp.layout = #tp.layout<@m, ["tp", -]>, tp.param}

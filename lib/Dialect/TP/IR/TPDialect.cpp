@@ -26,6 +26,46 @@ void TPDialect::initialize() {
 // Discardable attributes on function arguments and results
 //===----------------------------------------------------------------------===//
 
+/// Verifies a `tp.init` descriptor: a dictionary with a `kind` and the
+/// fields that kind needs (docs/models.md gives the generator).
+static LogicalResult
+verifyInitAttribute(Attribute value, Type type,
+                    llvm::function_ref<InFlightDiagnostic()> emitError) {
+  auto dict = dyn_cast<DictionaryAttr>(value);
+  if (!dict)
+    return emitError() << "'tp.init' must be a dictionary, got " << value;
+  if (!isa<RankedTensorType>(type))
+    return emitError() << "'tp.init' needs a ranked tensor, got " << type;
+  auto kind = dict.getAs<StringAttr>("kind");
+  if (!kind)
+    return emitError() << "'tp.init' needs a string 'kind'";
+  auto needInt = [&](StringRef field) -> LogicalResult {
+    if (!dict.getAs<IntegerAttr>(field))
+      return emitError() << "'tp.init' of kind '" << kind.getValue()
+                         << "' needs an integer '" << field << "'";
+    return success();
+  };
+  auto needFloat = [&](StringRef field) -> LogicalResult {
+    auto f = dict.getAs<FloatAttr>(field);
+    if (!f)
+      return emitError() << "'tp.init' of kind '" << kind.getValue()
+                         << "' needs a float '" << field << "'";
+    if (f.getValueAsDouble() < 0)
+      return emitError() << "'tp.init' field '" << field
+                         << "' must not be negative";
+    return success();
+  };
+  StringRef k = kind.getValue();
+  if (k == "normal")
+    return failure(failed(needInt("seed")) || failed(needFloat("std")));
+  if (k == "uniform")
+    return failure(failed(needInt("seed")) || failed(needFloat("scale")));
+  if (k == "zeros" || k == "ones")
+    return success();
+  return emitError() << "'tp.init' has unknown kind '" << k
+                     << "'; expected 'normal', 'uniform', 'zeros' or 'ones'";
+}
+
 /// Verifies one `tp.*` attribute attached to a value of type `type` (an
 /// argument or result of `op`). `emitError` opens a diagnostic that already
 /// names the argument or result.
@@ -68,11 +108,14 @@ verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
                            << " has negative size " << size;
     return success();
   }
+  if (name == TPDialect::getInitAttrName())
+    return verifyInitAttribute(attr.getValue(), type, emitError);
   return emitError() << "unknown attribute '" << name
                      << "'; the tp dialect defines '"
                      << TPDialect::getLayoutAttrName() << "', '"
-                     << TPDialect::getParamAttrName() << "' and '"
-                     << TPDialect::getGlobalShapeAttrName() << "'";
+                     << TPDialect::getParamAttrName() << "', '"
+                     << TPDialect::getGlobalShapeAttrName() << "' and '"
+                     << TPDialect::getInitAttrName() << "'";
 }
 
 LogicalResult TPDialect::verifyRegionArgAttribute(Operation *op,

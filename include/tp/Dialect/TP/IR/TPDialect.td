@@ -29,9 +29,13 @@ def TP_Dialect : Dialect {
       *local* tensors of a partitioned program; `tp.axis_index` gives this
       device's coordinate along mesh axes.
 
-    Three discardable attributes live on function arguments and results:
+    Four discardable attributes live on function arguments and results:
     `tp.layout` (a `#tp.layout`), `tp.param` (unit: a weight whose layout the
-    planner chooses) and `tp.global_shape` (the shape before partitioning).
+    planner chooses), `tp.global_shape` (the shape before partitioning) and
+    `tp.init` (how to materialise a parameter's global value
+    deterministically: `{kind = "normal", seed = 7 : i64, std = 0.02 : f64}`,
+    kinds `normal` (needs `seed`, `std`), `uniform` (needs `seed`, `scale`:
+    values in [-scale, scale)), `zeros`, `ones`; see `docs/models.md`).
     The dialect verifies them wherever they appear.
 
     See `docs/RationaleTP.md` for the design rationale.
@@ -49,6 +53,10 @@ def TP_Dialect : Dialect {
     /// Name of the unit attribute marking a parameter with a free layout.
     static constexpr ::llvm::StringLiteral getParamAttrName() {
       return ::llvm::StringLiteral("tp.param");
+    }
+    /// Name of the dictionary describing how to initialise a parameter.
+    static constexpr ::llvm::StringLiteral getInitAttrName() {
+      return ::llvm::StringLiteral("tp.init");
     }
     /// Name of the attribute recording the global shape of a local value.
     static constexpr ::llvm::StringLiteral getGlobalShapeAttrName() {
