@@ -2,14 +2,17 @@
 
 #include "tp/InitTP.h"
 
+#include "tp/Analysis/ShardingRules.h"
 #include "tp/Dialect/TP/IR/TPDialect.h"
+#include "tp/Dialect/TP/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
 void mlir::tp::registerTPDialects(DialectRegistry &registry) {
   registry.insert<TPDialect>();
+  registerShardingRuleExternalModels(registry);
 }
 
 void mlir::tp::registerTPPasses() {
-  // The tp- passes register here as they land (include/tp/Dialect/TP/Transforms).
+  registerTPTransformsPasses();
 }

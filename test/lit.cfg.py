@@ -33,6 +33,7 @@ config.substitutions.append(
 tool_dirs = [config.tp_tools_dir, config.llvm_tools_dir]
 tools = [
     "tp-opt",
+    "tp-gen",
     ToolSubst("mlir-opt", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

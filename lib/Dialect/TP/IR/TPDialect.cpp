@@ -142,3 +142,54 @@ LogicalResult TPDialect::verifyRegionResultAttribute(Operation *op,
     return op->emitOpError() << "result " << resultIndex << ": ";
   });
 }
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes on operations: the planner's per-op decisions
+//===----------------------------------------------------------------------===//
+
+LogicalResult TPDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  bool operands = name == getOperandLayoutsAttrName();
+  if (!operands && name != getResultLayoutsAttrName()) {
+    // tp.* attributes of function arguments/results are verified there.
+    if (name == getLayoutAttrName() || name == getParamAttrName() ||
+        name == getGlobalShapeAttrName() || name == getInitAttrName())
+      return op->emitOpError()
+             << "'" << name
+             << "' belongs on function arguments and results, not on ops";
+    return op->emitOpError() << "unknown attribute '" << name
+                             << "'; ops carry only '"
+                             << getOperandLayoutsAttrName() << "' and '"
+                             << getResultLayoutsAttrName() << "'";
+  }
+  auto array = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!array)
+    return op->emitOpError() << "'" << name << "' must be an array, got "
+                             << attr.getValue();
+  TypeRange types = operands ? TypeRange(op->getOperandTypes())
+                             : TypeRange(op->getResultTypes());
+  if (array.size() != types.size())
+    return op->emitOpError() << "'" << name << "' has " << array.size()
+                             << " entries for " << types.size()
+                             << (operands ? " operands" : " results");
+  for (auto [index, entry, type] : llvm::enumerate(array, types)) {
+    size_t i = index;
+    if (isa<UnitAttr>(entry)) {
+      if (isa<RankedTensorType>(type))
+        return op->emitOpError() << "'" << name << "' entry " << i
+                                 << " must be a #tp.layout for " << type;
+      continue;
+    }
+    auto layout = dyn_cast<LayoutAttr>(entry);
+    if (!layout)
+      return op->emitOpError() << "'" << name << "' entry " << i
+                               << " must be a #tp.layout or unit, got "
+                               << entry;
+    if (failed(verifyLayoutForType(layout, type, op, [&]() {
+          return op->emitOpError() << "'" << name << "' entry " << i << ": ";
+        })))
+      return failure();
+  }
+  return success();
+}

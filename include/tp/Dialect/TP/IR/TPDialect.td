@@ -36,13 +36,17 @@ def TP_Dialect : Dialect {
     deterministically: `{kind = "normal", seed = 7 : i64, std = 0.02 : f64}`,
     kinds `normal` (needs `seed`, `std`), `uniform` (needs `seed`, `scale`:
     values in [-scale, scale)), `zeros`, `ones`; see `docs/models.md`).
-    The dialect verifies them wherever they appear.
+    The planner (`--tp-propagate`) records its decision per op in two more:
+    `tp.operand_layouts` and `tp.result_layouts`, arrays with one
+    `#tp.layout` per operand and result (`unit` for non-tensors), on global
+    shapes. The dialect verifies them wherever they appear.
 
     See `docs/RationaleTP.md` for the design rationale.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
 
@@ -57,6 +61,15 @@ def TP_Dialect : Dialect {
     /// Name of the dictionary describing how to initialise a parameter.
     static constexpr ::llvm::StringLiteral getInitAttrName() {
       return ::llvm::StringLiteral("tp.init");
+    }
+    /// Names of the planner's per-op decisions: the layout in which the op
+    /// consumes each operand and produces each result (`unit` for values
+    /// that are not ranked tensors).
+    static constexpr ::llvm::StringLiteral getOperandLayoutsAttrName() {
+      return ::llvm::StringLiteral("tp.operand_layouts");
+    }
+    static constexpr ::llvm::StringLiteral getResultLayoutsAttrName() {
+      return ::llvm::StringLiteral("tp.result_layouts");
     }
     /// Name of the attribute recording the global shape of a local value.
     static constexpr ::llvm::StringLiteral getGlobalShapeAttrName() {

@@ -1,0 +1,99 @@
+//===- CostModel.h - time of collectives and compute ------------*- C++ -*-===//
+//
+// The planner's cost model in seconds; docs/cost-model.md gives every
+// formula. It has two parts:
+//  * `planReshard` turns a layout change into the sequence of collectives
+//    that realises it (the partitioner emits the same sequence);
+//  * `CostModel` prices collectives (ring algorithms with a latency and a
+//    bandwidth term) and compute (roofline: flops vs. bytes).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TP_ANALYSIS_COSTMODEL_H
+#define TP_ANALYSIS_COSTMODEL_H
+
+#include "tp/Dialect/TP/IR/TPOps.h"
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace mlir::tp {
+
+/// Numbers that describe one device and its tensor-parallel interconnect.
+struct DeviceProfile {
+  std::string name;
+  double linkBandwidth;   ///< bytes/s each device sends (and receives)
+  double linkLatency;     ///< seconds per step of a ring collective
+  double launchLatency;   ///< fixed seconds per collective call
+  double flops16;         ///< dense f16/bf16 FLOP/s
+  double flops32;         ///< f32 FLOP/s
+  double memoryBandwidth; ///< bytes/s of device memory
+  double memoryCapacity;  ///< bytes of device memory
+
+  /// The built-in profiles: h100-nvlink, h200-nvlink, a100-nvlink,
+  /// h100-pcie.
+  static std::optional<DeviceProfile> lookup(llvm::StringRef name);
+  static llvm::SmallVector<llvm::StringRef> names();
+};
+
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Slice };
+llvm::StringRef stringifyCollectiveKind(CollectiveKind kind);
+
+/// One collective of a resharding, on local shapes.
+struct CollectiveStep {
+  CollectiveKind kind;
+  StringAttr axis;
+  int64_t groupSize = 1;
+  /// all_gather / reduce_scatter / slice: the dimension; all_to_all: the
+  /// dimension that becomes split.
+  int64_t dim = -1;
+  /// all_to_all: the dimension that stops being split.
+  int64_t concatDim = -1;
+  ReductionKind reduction = ReductionKind::Sum;
+  SmallVector<int64_t> inputShape, outputShape;
+};
+
+/// The collectives that take a value of `globalShape` from layout `from` to
+/// layout `to` on `mesh`, in order: partial axes first (reduce-scatter into a
+/// split the target wants, else all-reduce), then splits the target does not
+/// want (all-to-all into a dimension it does want, else all-gather, minor
+/// axis first), then the remaining splits (slices, major axis first). Fails
+/// when no collective sequence exists (a partial value cannot be made from a
+/// non-partial one, nor one partial kind from another).
+FailureOr<SmallVector<CollectiveStep>>
+planReshard(LayoutAttr from, LayoutAttr to, ArrayRef<int64_t> globalShape,
+            MeshOp mesh);
+
+class CostModel {
+public:
+  explicit CostModel(DeviceProfile profile) : profile(std::move(profile)) {}
+  const DeviceProfile &getProfile() const { return profile; }
+
+  /// Seconds for one collective moving `elementBytes`-sized elements.
+  double collectiveTime(const CollectiveStep &step, int64_t elementBytes) const;
+  /// Bytes each device sends for one collective (ring algorithms).
+  double collectiveWireBytes(const CollectiveStep &step,
+                             int64_t elementBytes) const;
+  /// The message size of a collective: the local tensor it reduces or
+  /// produces (what Megatron's formulas count).
+  double collectiveMessageBytes(const CollectiveStep &step,
+                                int64_t elementBytes) const;
+  /// Roofline time of `flops` operations touching `bytes` of memory, with
+  /// 16-bit or 32-bit arithmetic.
+  double computeTime(double flops, double bytes, bool sixteenBit) const;
+
+private:
+  DeviceProfile profile;
+};
+
+/// Bytes of one element of `type` (a tensor's element type), rounding bits
+/// up to bytes; index counts as 8.
+int64_t getElementBytes(Type elementType);
+
+} // namespace mlir::tp
+
+#endif // TP_ANALYSIS_COSTMODEL_H

@@ -1,0 +1,120 @@
+//===- Planner.h - choose a layout for every value --------------*- C++ -*-===//
+//
+// The planner behind `--tp-propagate`. Given a function on global shapes and
+// a mesh, it enumerates the strategies of every op from its sharding rule,
+// prices them and every layout change between them with the cost model, and
+// picks the assignment of least modelled time under the memory constraint
+// with the exact solver. The algorithm is described at the top of
+// Planner.cpp and in docs/passes/propagate.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TP_ANALYSIS_PLANNER_H
+#define TP_ANALYSIS_PLANNER_H
+
+#include "tp/Analysis/CostModel.h"
+#include "tp/Dialect/TP/IR/TPOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::tp {
+
+enum class SequenceParallelMode { Auto, On, Off };
+
+struct PlannerOptions {
+  /// Device numbers (a built-in profile, possibly with overrides).
+  DeviceProfile device = *DeviceProfile::lookup("h100-nvlink");
+  /// Memory constraint: by default the parameter bytes per device may not
+  /// exceed `paramShareFactor` x (total parameter bytes / devices that
+  /// parameters can be split over). `absoluteBudget` replaces it with a
+  /// budget over parameters and activations; `unconstrained` removes it.
+  double paramShareFactor = 1.1;
+  std::optional<double> absoluteBudget;
+  bool unconstrained = false;
+  SequenceParallelMode sequenceParallel = SequenceParallelMode::Auto;
+  /// Allow splits of dimensions that the axis size does not divide (the
+  /// partitioner pads and masks them).
+  bool allowPadding = true;
+  /// Allow collectives on parameters (gathering weights is FSDP/ZeRO-3, not
+  /// tensor parallelism; by default a parameter is consumed in the layout
+  /// it is stored in).
+  bool reshardParams = false;
+  /// Constants of at least this many bytes are treated like parameters.
+  int64_t largeConstantBytes = 1 << 20;
+};
+
+/// One layout change on a use, with the collectives that realise it.
+struct PlannedReshard {
+  Operation *consumer = nullptr;
+  unsigned operandNumber = 0;
+  Value value;
+  LayoutAttr from, to;
+  SmallVector<CollectiveStep> steps;
+  double time = 0;
+  double wireBytes = 0;
+  double messageBytes = 0;
+};
+
+/// The decision for one op.
+struct PlannedOp {
+  Operation *op;
+  /// Per operand: the layout the op consumes it in (null for operands that
+  /// are not ranked tensors).
+  SmallVector<LayoutAttr> operandLayouts;
+  /// Per result: the layout the op produces (null for non-tensors).
+  SmallVector<LayoutAttr> resultLayouts;
+  std::string strategy;
+  double computeTime = 0;
+  bool padded = false;
+};
+
+struct PlanTotals {
+  double stepTime = 0;
+  double computeTime = 0;
+  double communicationTime = 0;
+  double wireBytes = 0;
+  double messageBytes = 0;
+  double paramBytesPerDevice = 0;
+  double paramBytesTotal = 0;
+  double activationBytesPerDevice = 0;
+  double memoryBudget = 0; // 0: none
+  int64_t numCollectives = 0;
+};
+
+struct Plan {
+  MeshOp mesh;
+  func::FuncOp func;
+  SmallVector<LayoutAttr> argLayouts;    // per argument (null: not a tensor)
+  SmallVector<LayoutAttr> resultLayouts; // per result (null: not a tensor)
+  SmallVector<PlannedOp> ops;
+  SmallVector<PlannedReshard> reshards;
+  SmallVector<std::string> remarks;
+  PlanTotals totals;
+  bool exact = true;
+  int64_t numNodes = 0;
+  int64_t numStrategies = 0;
+  int solverWidth = 0;
+  double planSeconds = 0;
+};
+
+/// Plans `func` over `mesh`. Emits diagnostics (and returns failure) on
+/// contradicting pins or when no plan satisfies the constraints; emits
+/// remarks for ops kept replicated for lack of a rule.
+FailureOr<Plan> planFunction(func::FuncOp func, MeshOp mesh,
+                             const PlannerOptions &options);
+
+/// Writes the plan into the IR: `tp.layout` on every tensor argument and
+/// result, `tp.operand_layouts` and `tp.result_layouts` on every planned op.
+void annotateFunction(const Plan &plan);
+
+/// The JSON plan report (docs/passes/propagate.md describes its fields).
+llvm::json::Object getPlanReport(const Plan &plan, const CostModel &costModel);
+
+} // namespace mlir::tp
+
+#endif // TP_ANALYSIS_PLANNER_H

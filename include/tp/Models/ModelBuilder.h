@@ -1,0 +1,208 @@
+//===- ModelBuilder.h - building blocks of Transformer graphs ---*- C++ -*-===//
+//
+// ModelBuilder owns the module and the `forward` function being generated and
+// offers the pieces GPT-2 and Llama are assembled from: parameters with their
+// initialisation descriptors, linalg.generic with loop-indexed operands,
+// matmuls, reductions, norms, rotary embedding, causal attention, token
+// embedding and cross-entropy. lib/Models/ModelBuilder.cpp explains the IR
+// conventions these pieces follow.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TP_MODELS_MODELBUILDER_H
+#define TP_MODELS_MODELBUILDER_H
+
+#include "tp/Models/ModelConfig.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::tp::models {
+
+/// How a parameter is initialised: the `tp.init` descriptor without its
+/// seed, which derives from the parameter's name.
+struct InitSpec {
+  enum class Kind { Normal, Uniform, Zeros, Ones };
+  Kind kind = Kind::Zeros;
+  /// `std` of a normal, `scale` of a uniform; unused otherwise.
+  double value = 0.0;
+
+  static InitSpec normal(double std) { return {Kind::Normal, std}; }
+  static InitSpec uniform(double scale) { return {Kind::Uniform, scale}; }
+  static InitSpec zeros() { return {Kind::Zeros, 0.0}; }
+  static InitSpec ones() { return {Kind::Ones, 0.0}; }
+};
+
+/// An input of a linalg.generic: a tensor and, for each of its dimensions,
+/// the loop that indexes it (the results of a projected-permutation map).
+struct Operand {
+  Value value;
+  llvm::SmallVector<unsigned, 6> loops;
+};
+
+/// The combiner of a reduction.
+enum class Combiner { Sum, Max };
+
+/// The body of a linalg.generic: gets the block arguments (inputs, then the
+/// output's) and returns the value to yield.
+using BodyFn = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+class ModelBuilder {
+public:
+  ModelBuilder(MLIRContext *context, const ModelConfig &config);
+
+  const ModelConfig &getConfig() const { return config; }
+  MLIRContext *getContext() { return builder.getContext(); }
+  /// The element type of activations and weights (the configured dtype).
+  Type getStorageType() const { return storageType; }
+  /// The type scalar arithmetic and reductions use: f32.
+  Type getComputeType() const { return computeType; }
+
+  //===--------------------------------------------------------------------===//
+  // The function signature
+  //===--------------------------------------------------------------------===//
+
+  /// Appends a non-parameter argument; inputs must come before parameters.
+  Value addInput(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                 Type elementType);
+  /// The parameter called `name`: appended as a `tp.param` argument in the
+  /// storage type on first use, returned again by later calls (tied weights).
+  Value getParam(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                 InitSpec init);
+  /// Returns `result`, completes the signature and hands the module over.
+  OwningOpRef<ModuleOp> finish(Value result);
+
+  /// While alive, the ops built get the location `loc(name)`.
+  class NameScope {
+  public:
+    NameScope(ModelBuilder &mb, const llvm::Twine &name);
+    ~NameScope();
+
+  private:
+    ModelBuilder &mb;
+    Location saved;
+  };
+
+  //===--------------------------------------------------------------------===//
+  // Tensors and linalg ops
+  //===--------------------------------------------------------------------===//
+
+  Value emptyTensor(llvm::ArrayRef<int64_t> shape, Type elementType);
+  /// A linalg.fill of `value` (a float element type is expected).
+  Value filledTensor(llvm::ArrayRef<int64_t> shape, Type elementType,
+                     const llvm::APFloat &value);
+  Value zeroTensor(llvm::ArrayRef<int64_t> shape, Type elementType);
+
+  Value expand(Value value, llvm::ArrayRef<int64_t> shape,
+               llvm::ArrayRef<ReassociationIndices> reassociation);
+  Value collapse(Value value,
+                 llvm::ArrayRef<ReassociationIndices> reassociation);
+  /// The rank-reduced slice of `value` at `index` of dimension `dim`.
+  Value selectIndex(Value value, unsigned dim, int64_t index);
+  /// The slice of `value` of the first `size` entries of dimension `dim`.
+  Value slicePrefix(Value value, unsigned dim, int64_t size);
+
+  /// A linalg.generic with `numLoops` loops whose output `init` is indexed by
+  /// `outLoops`; the other loops are reductions. With `computeInF32`, float
+  /// inputs narrower than f32 reach `body` extended to f32; the yielded value
+  /// is converted to the output's element type.
+  Value generic(llvm::ArrayRef<Operand> inputs, Value init, unsigned numLoops,
+                llvm::ArrayRef<unsigned> outLoops, BodyFn body,
+                bool computeInF32);
+  /// An all-parallel linalg.generic producing a new tensor of `shape`;
+  /// computes in f32.
+  Value elementwise(llvm::ArrayRef<Operand> inputs,
+                    llvm::ArrayRef<int64_t> shape, Type elementType,
+                    BodyFn body);
+  /// An f32 reduction: output of `outShape` indexed by `outLoops`, filled
+  /// with the combiner's identity; the body is `combiner(expr(inputs), out)`.
+  Value reduce(Combiner combiner, llvm::ArrayRef<Operand> inputs,
+               unsigned numLoops, llvm::ArrayRef<unsigned> outLoops,
+               llvm::ArrayRef<int64_t> outShape, BodyFn expr);
+  /// out += lhs * rhs over the loops missing from `outLoops`, in the storage
+  /// type, on a zero fill: a contraction for what linalg.matmul cannot say.
+  Value contract(Operand lhs, Operand rhs, unsigned numLoops,
+                 llvm::ArrayRef<unsigned> outLoops,
+                 llvm::ArrayRef<int64_t> outShape);
+  /// linalg.matmul x[M, K] · w[K, N] on a zero fill.
+  Value matmul(Value x, Value w);
+  /// linalg.matmul x[M, K] · w[N, K]ᵀ, the transpose expressed by the
+  /// operand's indexing map.
+  Value matmulTransposedRhs(Value x, Value w);
+
+  //===--------------------------------------------------------------------===//
+  // Scalar helpers for bodies
+  //===--------------------------------------------------------------------===//
+
+  /// An f32 constant.
+  Value constant(OpBuilder &b, Location loc, double value);
+  /// `value` extended to f32 when it is a narrower float.
+  Value toCompute(OpBuilder &b, Location loc, Value value);
+
+  //===--------------------------------------------------------------------===//
+  // Layers
+  //===--------------------------------------------------------------------===//
+
+  /// a + b (same shape), in the storage type.
+  Value add(Value a, Value b);
+  /// LayerNorm over the last dimension of x[T, H].
+  Value layerNorm(Value x, Value gamma, Value beta);
+  /// RMSNorm over the last dimension of x[T, H].
+  Value rmsNorm(Value x, Value weight);
+  /// Rotary position embedding (rotate-half convention) of x[B, S, ..., D];
+  /// the position is the index of dimension 1.
+  Value rotaryEmbedding(Value x);
+  /// Softmax over the last dimension, in f32, returned in the storage type.
+  Value softmaxLastDim(Value x);
+  /// Causal scaled dot-product attention. q is [B, S, heads, D] or
+  /// [B, S, kv, group, D]; k and v are [B, S, heads or kv, D]. Returns the
+  /// context in q's shape.
+  Value causalAttention(Value q, Value k, Value v);
+  /// Embedding lookup of ids[B, S] (i64) in table[V, H], plus
+  /// positions[S, H] when given. Returns [B*S, H].
+  Value embedTokens(Value ids, Value table, Value positions);
+  /// Mean cross-entropy of logits[T, V] against labels[B, S] (i64), as a
+  /// tensor<f32>.
+  Value crossEntropy(Value logits, Value labels);
+
+private:
+  ModelConfig config;
+  OpBuilder builder;
+  Location loc;
+  Type storageType;
+  Type computeType;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp func;
+  Block *entry = nullptr;
+  llvm::SmallVector<DictionaryAttr> argAttrs;
+  llvm::StringMap<unsigned> paramArgs;
+  /// Whether a parameter has been added (inputs must come first).
+  bool sawParam = false;
+};
+
+//===----------------------------------------------------------------------===//
+// Architectures
+//===----------------------------------------------------------------------===//
+
+/// GPT-2: ids[B, S] → hidden[B*S, H] (token plus learned position embedding).
+Value buildGPT2Embedding(ModelBuilder &mb, Value ids);
+/// One GPT-2 decoder block on hidden[B*S, H].
+Value buildGPT2Block(ModelBuilder &mb, Value x, int64_t layer);
+/// Final LayerNorm and the LM head tied to the token embedding: logits[B*S, V].
+Value buildGPT2Head(ModelBuilder &mb, Value x);
+
+/// Llama: ids[B, S] → hidden[B*S, H].
+Value buildLlamaEmbedding(ModelBuilder &mb, Value ids);
+/// One Llama decoder block on hidden[B*S, H].
+Value buildLlamaBlock(ModelBuilder &mb, Value x, int64_t layer);
+/// Final RMSNorm and the untied LM head: logits[B*S, V].
+Value buildLlamaHead(ModelBuilder &mb, Value x);
+
+} // namespace mlir::tp::models
+
+#endif // TP_MODELS_MODELBUILDER_H

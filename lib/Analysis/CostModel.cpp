@@ -1,0 +1,243 @@
+//===- CostModel.cpp - time of collectives and compute ----------*- C++ -*-===//
+//
+// Reshard planning works axis by axis on a mutable copy of the source
+// layout:
+//   1. every partial axis the target does not keep is reduced: into a
+//      reduce-scatter when the target splits some dimension with that axis
+//      right after the axes the dimension already has, else an all-reduce;
+//   2. every dimension whose axes are not a prefix of the target's drops
+//      axes from its minor end: into an all-to-all when the target wants
+//      that axis next on another dimension, else an all-gather;
+//   3. every dimension extends its axes to the target's by slices.
+// Each step works on the local shape left by the previous one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tp/Analysis/CostModel.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::tp;
+
+std::optional<DeviceProfile> DeviceProfile::lookup(StringRef name) {
+  // Per-direction link bandwidth; per ring step and per call latencies of
+  // NCCL on that interconnect; dense tensor-core throughput without
+  // sparsity; HBM bandwidth; capacity (vendor data sheets).
+  if (name == "h100-nvlink")
+    return DeviceProfile{"h100-nvlink", 450e9, 0.6e-6, 5e-6, 989e12, 67e12,
+                         3.35e12, 80e9};
+  if (name == "h200-nvlink")
+    return DeviceProfile{"h200-nvlink", 450e9, 0.6e-6, 5e-6, 989e12, 67e12,
+                         4.8e12, 141e9};
+  if (name == "a100-nvlink")
+    return DeviceProfile{"a100-nvlink", 300e9, 0.8e-6, 6e-6, 312e12, 19.5e12,
+                         2.0e12, 80e9};
+  if (name == "h100-pcie")
+    return DeviceProfile{"h100-pcie", 64e9, 2e-6, 8e-6, 756e12, 51e12, 2.0e12,
+                         80e9};
+  return std::nullopt;
+}
+
+SmallVector<StringRef> DeviceProfile::names() {
+  return {"h100-nvlink", "h200-nvlink", "a100-nvlink", "h100-pcie"};
+}
+
+StringRef mlir::tp::stringifyCollectiveKind(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "all_reduce";
+  case CollectiveKind::AllGather:
+    return "all_gather";
+  case CollectiveKind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveKind::AllToAll:
+    return "all_to_all";
+  case CollectiveKind::Slice:
+    return "slice";
+  }
+  llvm_unreachable("unknown collective kind");
+}
+
+int64_t mlir::tp::getElementBytes(Type elementType) {
+  if (elementType.isIndex())
+    return 8;
+  if (elementType.isIntOrFloat())
+    return std::max<int64_t>(1, (elementType.getIntOrFloatBitWidth() + 7) / 8);
+  if (auto complex = dyn_cast<ComplexType>(elementType))
+    return 2 * getElementBytes(complex.getElementType());
+  return 8;
+}
+
+//===----------------------------------------------------------------------===//
+// Reshard planning
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<CollectiveStep>>
+mlir::tp::planReshard(LayoutAttr from, LayoutAttr to,
+                      ArrayRef<int64_t> globalShape, MeshOp mesh) {
+  SmallVector<CollectiveStep> steps;
+  if (from == to)
+    return steps;
+  int64_t rank = globalShape.size();
+  SmallVector<SmallVector<StringAttr>> cur, want;
+  for (int64_t d = 0; d < rank; ++d) {
+    cur.push_back(from.getDimAxes(d));
+    want.push_back(to.getDimAxes(d));
+  }
+  SmallVector<int64_t> local = getLocalShape(globalShape, from, mesh);
+  auto sizeOf = [&](StringAttr axis) {
+    return mesh.getAxisSize(axis.getValue()).value_or(1);
+  };
+  auto isPrefix = [](ArrayRef<StringAttr> a, ArrayRef<StringAttr> b) {
+    return a.size() <= b.size() && llvm::equal(a, b.take_front(a.size()));
+  };
+  // The dimension where `axis` would be the next split the target wants.
+  auto nextWanted = [&](StringAttr axis) -> int64_t {
+    for (int64_t d = 0; d < rank; ++d)
+      if (isPrefix(cur[d], want[d]) && want[d].size() > cur[d].size() &&
+          want[d][cur[d].size()] == axis)
+        return d;
+    return -1;
+  };
+  auto used = [&](StringAttr axis) {
+    return llvm::any_of(cur, [&](ArrayRef<StringAttr> axes) {
+      return llvm::is_contained(axes, axis);
+    });
+  };
+
+  // 1. Partial axes.
+  SmallVector<StringAttr> wantPartial = to.getPartialAxesList();
+  if (to.isPartial()) {
+    for (StringAttr axis : wantPartial)
+      if (!llvm::is_contained(from.getPartialAxesList(), axis) ||
+          from.getPartialKind() != to.getPartialKind())
+        return failure(); // partial values cannot be made from whole ones
+  }
+  for (StringAttr axis : from.getPartialAxesList()) {
+    if (llvm::is_contained(wantPartial, axis))
+      continue;
+    CollectiveStep step;
+    step.axis = axis;
+    step.groupSize = sizeOf(axis);
+    step.reduction = from.getPartialKind();
+    step.inputShape = local;
+    int64_t d = nextWanted(axis);
+    if (d >= 0 && !ShapedType::isDynamic(local[d]) && !used(axis)) {
+      step.kind = CollectiveKind::ReduceScatter;
+      step.dim = d;
+      local[d] = llvm::divideCeil(local[d], step.groupSize);
+      cur[d].push_back(axis);
+    } else {
+      step.kind = CollectiveKind::AllReduce;
+    }
+    step.outputShape = local;
+    steps.push_back(std::move(step));
+  }
+
+  // 2. Splits the target does not want where they are.
+  for (int64_t d = 0; d < rank; ++d) {
+    while (!isPrefix(cur[d], want[d])) {
+      StringAttr axis = cur[d].pop_back_val();
+      CollectiveStep step;
+      step.axis = axis;
+      step.groupSize = sizeOf(axis);
+      step.inputShape = local;
+      int64_t target = nextWanted(axis);
+      if (target >= 0 && target != d && !ShapedType::isDynamic(local[target])) {
+        step.kind = CollectiveKind::AllToAll;
+        step.dim = target;
+        step.concatDim = d;
+        local[target] = llvm::divideCeil(local[target], step.groupSize);
+        local[d] *= step.groupSize;
+        cur[target].push_back(axis);
+      } else {
+        step.kind = CollectiveKind::AllGather;
+        step.dim = d;
+        local[d] *= step.groupSize;
+      }
+      step.outputShape = local;
+      steps.push_back(std::move(step));
+    }
+  }
+
+  // 3. Splits the target wants and the value lacks.
+  for (int64_t d = 0; d < rank; ++d) {
+    for (size_t i = cur[d].size(); i < want[d].size(); ++i) {
+      StringAttr axis = want[d][i];
+      if (used(axis))
+        return failure(); // cannot happen for verified layouts
+      CollectiveStep step;
+      step.kind = CollectiveKind::Slice;
+      step.axis = axis;
+      step.groupSize = sizeOf(axis);
+      step.dim = d;
+      step.inputShape = local;
+      local[d] = llvm::divideCeil(local[d], step.groupSize);
+      cur[d].push_back(axis);
+      step.outputShape = local;
+      steps.push_back(std::move(step));
+    }
+  }
+  return steps;
+}
+
+//===----------------------------------------------------------------------===//
+// Prices
+//===----------------------------------------------------------------------===//
+
+static double numElements(ArrayRef<int64_t> shape) {
+  double n = 1;
+  for (int64_t s : shape)
+    n *= ShapedType::isDynamic(s) ? 1 : s;
+  return n;
+}
+
+double CostModel::collectiveMessageBytes(const CollectiveStep &step,
+                                         int64_t elementBytes) const {
+  switch (step.kind) {
+  case CollectiveKind::AllReduce:
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllToAll:
+    return numElements(step.inputShape) * elementBytes;
+  case CollectiveKind::AllGather:
+    return numElements(step.outputShape) * elementBytes;
+  case CollectiveKind::Slice:
+    return 0;
+  }
+  llvm_unreachable("unknown collective kind");
+}
+
+double CostModel::collectiveWireBytes(const CollectiveStep &step,
+                                      int64_t elementBytes) const {
+  double p = step.groupSize;
+  double m = collectiveMessageBytes(step, elementBytes);
+  if (p <= 1)
+    return 0;
+  if (step.kind == CollectiveKind::AllReduce)
+    return 2 * (p - 1) / p * m;
+  return (p - 1) / p * m;
+}
+
+double CostModel::collectiveTime(const CollectiveStep &step,
+                                 int64_t elementBytes) const {
+  double p = step.groupSize;
+  if (p <= 1)
+    return 0;
+  // A slice moves no data between devices but copies this device's block.
+  if (step.kind == CollectiveKind::Slice)
+    return numElements(step.outputShape) * elementBytes /
+           profile.memoryBandwidth;
+  double steps = step.kind == CollectiveKind::AllReduce ? 2 * (p - 1) : p - 1;
+  return profile.launchLatency + steps * profile.linkLatency +
+         collectiveWireBytes(step, elementBytes) / profile.linkBandwidth;
+}
+
+double CostModel::computeTime(double flops, double bytes,
+                              bool sixteenBit) const {
+  double peak = sixteenBit ? profile.flops16 : profile.flops32;
+  return std::max(flops / peak, bytes / profile.memoryBandwidth);
+}

@@ -1,0 +1,182 @@
+//===- Propagate.cpp - the tp-propagate pass --------------------*- C++ -*-===//
+//
+// Resolves the mesh and the planner options, runs the planner (Planner.cpp)
+// on every function with a body, writes the plan into the IR and the JSON
+// report. All the planning logic lives in lib/Analysis.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tp/Dialect/TP/Transforms/Passes.h"
+
+#include "tp/Analysis/Planner.h"
+#include "tp/Dialect/TP/IR/TPOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#define DEBUG_TYPE "tp-propagate"
+
+namespace mlir::tp {
+#define GEN_PASS_DEF_PROPAGATEPASS
+#include "tp/Dialect/TP/Transforms/Passes.h.inc"
+} // namespace mlir::tp
+
+using namespace mlir;
+using namespace mlir::tp;
+
+/// Parses "123", "1.5G", "80Gi", ... into bytes.
+static std::optional<double> parseBytes(StringRef text) {
+  text = text.trim();
+  static const std::pair<StringRef, double> suffixes[] = {
+      {"Ki", 1024.0}, {"Mi", 1024.0 * 1024}, {"Gi", 1024.0 * 1024 * 1024},
+      {"K", 1e3},     {"M", 1e6},            {"G", 1e9}};
+  double scale = 1;
+  for (auto [suffix, factor] : suffixes)
+    if (text.consume_back(suffix)) {
+      scale = factor;
+      break;
+    }
+  double value;
+  if (text.empty() || text.getAsDouble(value) || value <= 0)
+    return std::nullopt;
+  return value * scale;
+}
+
+namespace {
+struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
+  using Base::Base;
+
+  /// The mesh to plan for, created from `tp=N` when asked.
+  FailureOr<MeshOp> resolveMesh(ModuleOp module) {
+    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    if (tp < 0)
+      return module.emitError()
+             << "tp-propagate: tp=" << int64_t(tp) << " must be at least 1";
+    if (tp > 0) {
+      // A module that already declares the same mesh (e.g. for its pins).
+      if (meshes.size() == 1 && meshes.front().getSymName() == "tp" &&
+          meshes.front().getRank() == 1 &&
+          meshes.front().getAxisSize("tp") == tp)
+        return meshes.front();
+      if (!meshes.empty())
+        return module.emitError()
+               << "tp-propagate: tp=" << int64_t(tp) << " given but the module declares "
+               << "mesh @" << meshes.front().getSymName()
+               << "; drop one of the two";
+      OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
+      if (module.lookupSymbol("tp"))
+        return module.emitError()
+               << "tp-propagate: tp=" << int64_t(tp)
+               << " needs the symbol @tp for its mesh, which is taken";
+      return MeshOp::create(
+          builder, module.getLoc(), builder.getStringAttr("tp"),
+          builder.getStrArrayAttr({"tp"}),
+          builder.getDenseI64ArrayAttr({int64_t(tp)}));
+    }
+    if (!meshName.empty()) {
+      for (MeshOp mesh : meshes)
+        if (mesh.getSymName() == meshName)
+          return mesh;
+      return module.emitError()
+             << "tp-propagate: mesh=" << meshName << " names no tp.mesh";
+    }
+    if (meshes.empty())
+      return module.emitError()
+             << "tp-propagate: no mesh; declare a tp.mesh or pass tp=N";
+    if (meshes.size() > 1)
+      return module.emitError()
+             << "tp-propagate: the module declares " << meshes.size()
+             << " meshes; choose one with mesh=NAME";
+    return meshes.front();
+  }
+
+  FailureOr<PlannerOptions> resolveOptions(ModuleOp module) {
+    PlannerOptions options;
+    std::optional<DeviceProfile> profile = DeviceProfile::lookup(device);
+    if (!profile)
+      return module.emitError()
+             << "tp-propagate: unknown device profile '" << device
+             << "'; known: " << llvm::join(DeviceProfile::names(), ", ");
+    if (linkBandwidth < 0 || peakFlops < 0 || memoryBandwidth < 0)
+      return module.emitError()
+             << "tp-propagate: bandwidths and flops must not be negative";
+    if (linkBandwidth > 0)
+      profile->linkBandwidth = linkBandwidth;
+    if (linkLatency >= 0)
+      profile->linkLatency = linkLatency;
+    if (peakFlops > 0) {
+      profile->flops32 *= peakFlops / profile->flops16;
+      profile->flops16 = peakFlops;
+    }
+    if (memoryBandwidth > 0)
+      profile->memoryBandwidth = memoryBandwidth;
+    options.device = *profile;
+
+    if (memoryBudget == "none") {
+      options.unconstrained = true;
+    } else if (!memoryBudget.empty()) {
+      std::optional<double> bytes = parseBytes(memoryBudget);
+      if (!bytes)
+        return module.emitError()
+               << "tp-propagate: memory-budget='" << memoryBudget
+               << "' is neither 'none' nor a positive number of bytes";
+      options.absoluteBudget = *bytes;
+    }
+
+    if (sequenceParallel == "auto")
+      options.sequenceParallel = SequenceParallelMode::Auto;
+    else if (sequenceParallel == "on")
+      options.sequenceParallel = SequenceParallelMode::On;
+    else if (sequenceParallel == "off")
+      options.sequenceParallel = SequenceParallelMode::Off;
+    else
+      return module.emitError()
+             << "tp-propagate: sequence-parallel='" << sequenceParallel
+             << "' must be auto, on or off";
+    options.allowPadding = allowPadding;
+    options.reshardParams = reshardParams;
+    return options;
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<PlannerOptions> options = resolveOptions(module);
+    if (failed(options))
+      return signalPassFailure();
+    FailureOr<MeshOp> mesh = resolveMesh(module);
+    if (failed(mesh))
+      return signalPassFailure();
+
+    CostModel costModel(options->device);
+    llvm::json::Array functions;
+    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      FailureOr<Plan> plan = planFunction(func, *mesh, *options);
+      if (failed(plan))
+        return signalPassFailure();
+      annotateFunction(*plan);
+      if (!report.empty())
+        functions.push_back(getPlanReport(*plan, costModel));
+    }
+    if (report.empty())
+      return;
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> file =
+        openOutputFile(report, &error);
+    if (!file) {
+      module.emitError() << "tp-propagate: cannot write report '" << report
+                         << "': " << error;
+      return signalPassFailure();
+    }
+    llvm::json::Object root{{"functions", std::move(functions)}};
+    file->os() << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)))
+               << "\n";
+    file->keep();
+  }
+};
+} // namespace

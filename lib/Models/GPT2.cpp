@@ -1,0 +1,146 @@
+//===- GPT2.cpp - GPT-2 decoder ---------------------------------*- C++ -*-===//
+//
+// GPT-2 (Radford et al. 2019), as in Hugging Face's GPT2LMHeadModel:
+//
+//   x = wte[ids] + wpe[0:S]
+//   per block:  x += c_proj(attn(c_attn(ln_1(x))))
+//               x += mlp.c_proj(gelu_tanh(mlp.c_fc(ln_2(x))))
+//   logits = ln_f(x) · wteᵀ            (the LM head is tied to wte)
+//
+// Weights are stored [in, out] (HF's Conv1D layout). The fused QKV weight is
+// [H, 3, H] and its bias [3, H] (the same elements as HF's [H, 3H] and [3H])
+// so that the split dimension keeps heads as its major factor. Parameter
+// names follow HF without the `transformer.` prefix; initialisation follows
+// HF's _init_weights: normal(0.02) for weights and embeddings,
+// normal(0.02 / sqrt(2 * layers)) for the two residual projections, zero
+// biases, LayerNorm weights one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tp/Models/ModelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tp::models;
+
+Value mlir::tp::models::buildGPT2Embedding(ModelBuilder &mb, Value ids) {
+  const ModelConfig &config = mb.getConfig();
+  ModelBuilder::NameScope scope(mb, "embedding");
+  Value wte = mb.getParam("wte.weight", {config.vocab, config.hidden},
+                          InitSpec::normal(config.initStd));
+  Value wpe = mb.getParam("wpe.weight", {config.maxPositions, config.hidden},
+                          InitSpec::normal(config.initStd));
+  return mb.embedTokens(ids, wte, mb.slicePrefix(wpe, 0, config.seq));
+}
+
+/// GELU with the tanh approximation:
+/// 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³))).
+static Value geluTanh(ModelBuilder &mb, OpBuilder &b, Location loc, Value x) {
+  Value cube =
+      arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
+  Value inner = arith::AddFOp::create(
+      b, loc, x,
+      arith::MulFOp::create(b, loc, cube, mb.constant(b, loc, 0.044715)));
+  Value scaled = arith::MulFOp::create(
+      b, loc, inner, mb.constant(b, loc, std::sqrt(2.0 / M_PI)));
+  Value onePlus = arith::AddFOp::create(b, loc, mb.constant(b, loc, 1.0),
+                                        math::TanhOp::create(b, loc, scaled));
+  Value half = arith::MulFOp::create(b, loc, x, mb.constant(b, loc, 0.5));
+  return arith::MulFOp::create(b, loc, half, onePlus);
+}
+
+/// x + y + bias, with bias indexed by the feature dimension.
+static Value addBiasResidual(ModelBuilder &mb, Value x, Value y, Value bias) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(x.getType()).getShape();
+  return mb.elementwise(
+      {{x, {0, 1}}, {y, {0, 1}}, {bias, {1}}}, shape, mb.getStorageType(),
+      [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        Value biased = arith::AddFOp::create(b, loc, args[1], args[2]);
+        return arith::AddFOp::create(b, loc, args[0], biased);
+      });
+}
+
+/// A LayerNorm with its weight (ones) and bias (zeros) parameters.
+static Value layerNorm(ModelBuilder &mb, Value x, const Twine &name) {
+  int64_t hidden = mb.getConfig().hidden;
+  ModelBuilder::NameScope scope(mb, name);
+  Value gamma =
+      mb.getParam((name + ".weight").str(), {hidden}, InitSpec::ones());
+  Value beta = mb.getParam((name + ".bias").str(), {hidden}, InitSpec::zeros());
+  return mb.layerNorm(x, gamma, beta);
+}
+
+Value mlir::tp::models::buildGPT2Block(ModelBuilder &mb, Value x,
+                                       int64_t layer) {
+  const ModelConfig &config = mb.getConfig();
+  int64_t tokens = config.tokens(), hidden = config.hidden, ffn = config.ffn;
+  int64_t heads = config.heads, headDim = config.headDim();
+  std::string prefix = ("h." + Twine(layer) + ".").str();
+  double weightStd = config.initStd;
+  double projStd =
+      weightStd / std::sqrt(2.0 * static_cast<double>(config.layers));
+
+  Value h = layerNorm(mb, x, prefix + "ln_1");
+  {
+    ModelBuilder::NameScope scope(mb, prefix + "attn");
+    Value wQkv = mb.getParam(prefix + "attn.c_attn.weight", {hidden, 3, hidden},
+                             InitSpec::normal(weightStd));
+    Value bQkv = mb.getParam(prefix + "attn.c_attn.bias", {3, hidden},
+                             InitSpec::zeros());
+    Value wOut = mb.getParam(prefix + "attn.c_proj.weight", {hidden, hidden},
+                             InitSpec::normal(projStd));
+    Value bOut =
+        mb.getParam(prefix + "attn.c_proj.bias", {hidden}, InitSpec::zeros());
+    // qkv[t, c, j] = Σ_k h[t, k] * w[k, c, j] + b[c, j]
+    Value qkv = mb.contract({h, {0, 3}}, {wQkv, {3, 1, 2}}, 4, {0, 1, 2},
+                            {tokens, 3, hidden});
+    qkv = mb.elementwise(
+        {{qkv, {0, 1, 2}}, {bQkv, {1, 2}}}, {tokens, 3, hidden},
+        mb.getStorageType(),
+        [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return arith::AddFOp::create(b, loc, args[0], args[1]);
+        });
+    Value split = mb.expand(qkv, {config.batch, config.seq, 3, heads, headDim},
+                            {{0, 1}, {2}, {3, 4}});
+    Value q = mb.selectIndex(split, 2, 0);
+    Value k = mb.selectIndex(split, 2, 1);
+    Value v = mb.selectIndex(split, 2, 2);
+    Value context = mb.collapse(mb.causalAttention(q, k, v), {{0, 1}, {2, 3}});
+    x = addBiasResidual(mb, x, mb.matmul(context, wOut), bOut);
+  }
+
+  h = layerNorm(mb, x, prefix + "ln_2");
+  {
+    ModelBuilder::NameScope scope(mb, prefix + "mlp");
+    Value wFc = mb.getParam(prefix + "mlp.c_fc.weight", {hidden, ffn},
+                            InitSpec::normal(weightStd));
+    Value bFc = mb.getParam(prefix + "mlp.c_fc.bias", {ffn}, InitSpec::zeros());
+    Value wProj = mb.getParam(prefix + "mlp.c_proj.weight", {ffn, hidden},
+                              InitSpec::normal(projStd));
+    Value bProj =
+        mb.getParam(prefix + "mlp.c_proj.bias", {hidden}, InitSpec::zeros());
+    Value fc = mb.matmul(h, wFc);
+    Value act = mb.elementwise(
+        {{fc, {0, 1}}, {bFc, {1}}}, {tokens, ffn}, mb.getStorageType(),
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return geluTanh(mb, b, loc,
+                          arith::AddFOp::create(b, loc, args[0], args[1]));
+        });
+    x = addBiasResidual(mb, x, mb.matmul(act, wProj), bProj);
+  }
+  return x;
+}
+
+Value mlir::tp::models::buildGPT2Head(ModelBuilder &mb, Value x) {
+  const ModelConfig &config = mb.getConfig();
+  Value h = layerNorm(mb, x, "ln_f");
+  ModelBuilder::NameScope scope(mb, "lm_head");
+  // Tied: the token embedding, created here when there is no embedding.
+  Value wte = mb.getParam("wte.weight", {config.vocab, config.hidden},
+                          InitSpec::normal(config.initStd));
+  return mb.matmulTransposedRhs(h, wte);
+}

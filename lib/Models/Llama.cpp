@@ -1,0 +1,124 @@
+//===- Llama.cpp - Llama decoder --------------------------------*- C++ -*-===//
+//
+// Llama 2 / Llama 3 (Touvron et al. 2023), as in Hugging Face's
+// LlamaForCausalLM:
+//
+//   x = embed_tokens[ids]
+//   per block:  h = input_layernorm(x)
+//               q, k, v = h·Wq, h·Wk, h·Wv;  q, k = rope(q), rope(k)
+//               x += o_proj(attn(q, k, v))          (grouped-query)
+//               h = post_attention_layernorm(x)
+//               x += down_proj(silu(gate_proj(h)) * up_proj(h))
+//   logits = norm(x) · lm_head                      (untied)
+//
+// Weights are stored [in, out]. With kv-heads < heads, q is viewed as
+// [B, S, kv, group, D] so that query head kv * group + g attends with
+// key/value head kv through plain projected-permutation maps; with
+// kv-heads == heads (Llama-2-7B) q is [B, S, heads, D] like k and v.
+// Parameter names follow HF without the `model.` prefix; weights and the
+// embedding are normal(0.02), norm weights one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tp/Models/ModelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace mlir::tp::models;
+
+Value mlir::tp::models::buildLlamaEmbedding(ModelBuilder &mb, Value ids) {
+  const ModelConfig &config = mb.getConfig();
+  ModelBuilder::NameScope scope(mb, "embed_tokens");
+  Value table =
+      mb.getParam("embed_tokens.weight", {config.vocab, config.hidden},
+                  InitSpec::normal(config.initStd));
+  return mb.embedTokens(ids, table, /*positions=*/Value());
+}
+
+/// An RMSNorm with its weight parameter (ones).
+static Value rmsNorm(ModelBuilder &mb, Value x, const Twine &name) {
+  ModelBuilder::NameScope scope(mb, name);
+  Value weight = mb.getParam((name + ".weight").str(), {mb.getConfig().hidden},
+                             InitSpec::ones());
+  return mb.rmsNorm(x, weight);
+}
+
+Value mlir::tp::models::buildLlamaBlock(ModelBuilder &mb, Value x,
+                                        int64_t layer) {
+  const ModelConfig &config = mb.getConfig();
+  int64_t batch = config.batch, seq = config.seq, tokens = config.tokens();
+  int64_t hidden = config.hidden, ffn = config.ffn, heads = config.heads;
+  int64_t kvHeads = config.kvHeads, group = config.groupSize();
+  int64_t headDim = config.headDim(), kvHidden = kvHeads * headDim;
+  std::string prefix = ("layers." + Twine(layer) + ".").str();
+  InitSpec weightInit = InitSpec::normal(config.initStd);
+
+  Value h = rmsNorm(mb, x, prefix + "input_layernorm");
+  {
+    ModelBuilder::NameScope scope(mb, prefix + "self_attn");
+    std::string attn = prefix + "self_attn.";
+    Value wq =
+        mb.getParam(attn + "q_proj.weight", {hidden, hidden}, weightInit);
+    Value wk =
+        mb.getParam(attn + "k_proj.weight", {hidden, kvHidden}, weightInit);
+    Value wv =
+        mb.getParam(attn + "v_proj.weight", {hidden, kvHidden}, weightInit);
+    Value wo =
+        mb.getParam(attn + "o_proj.weight", {hidden, hidden}, weightInit);
+
+    // q: [B, S, heads, D], or [B, S, kv, group, D] under grouped-query
+    // attention; k, v: [B, S, kv, D].
+    SmallVector<ReassociationIndices> qHeads =
+        group == 1 ? SmallVector<ReassociationIndices>{{0, 1}, {2, 3}}
+                   : SmallVector<ReassociationIndices>{{0, 1}, {2, 3, 4}};
+    SmallVector<int64_t> qShape =
+        group == 1 ? SmallVector<int64_t>{batch, seq, heads, headDim}
+                   : SmallVector<int64_t>{batch, seq, kvHeads, group, headDim};
+    Value q = mb.expand(mb.matmul(h, wq), qShape, qHeads);
+    Value k = mb.expand(mb.matmul(h, wk), {batch, seq, kvHeads, headDim},
+                        {{0, 1}, {2, 3}});
+    Value v = mb.expand(mb.matmul(h, wv), {batch, seq, kvHeads, headDim},
+                        {{0, 1}, {2, 3}});
+    q = mb.rotaryEmbedding(q);
+    k = mb.rotaryEmbedding(k);
+    Value context = mb.collapse(mb.causalAttention(q, k, v), qHeads);
+    x = mb.add(x, mb.matmul(context, wo));
+  }
+
+  h = rmsNorm(mb, x, prefix + "post_attention_layernorm");
+  {
+    ModelBuilder::NameScope scope(mb, prefix + "mlp");
+    std::string mlp = prefix + "mlp.";
+    Value wGate =
+        mb.getParam(mlp + "gate_proj.weight", {hidden, ffn}, weightInit);
+    Value wUp = mb.getParam(mlp + "up_proj.weight", {hidden, ffn}, weightInit);
+    Value wDown =
+        mb.getParam(mlp + "down_proj.weight", {ffn, hidden}, weightInit);
+    Value gate = mb.matmul(h, wGate);
+    Value up = mb.matmul(h, wUp);
+    // silu(gate) * up = gate / (1 + exp(-gate)) * up
+    Value act = mb.elementwise(
+        {{gate, {0, 1}}, {up, {0, 1}}}, {tokens, ffn}, mb.getStorageType(),
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value negated = arith::NegFOp::create(b, loc, args[0]);
+          Value denom =
+              arith::AddFOp::create(b, loc, mb.constant(b, loc, 1.0),
+                                    math::ExpOp::create(b, loc, negated));
+          Value silu = arith::DivFOp::create(b, loc, args[0], denom);
+          return arith::MulFOp::create(b, loc, silu, args[1]);
+        });
+    x = mb.add(x, mb.matmul(act, wDown));
+  }
+  return x;
+}
+
+Value mlir::tp::models::buildLlamaHead(ModelBuilder &mb, Value x) {
+  const ModelConfig &config = mb.getConfig();
+  Value h = rmsNorm(mb, x, "norm");
+  ModelBuilder::NameScope scope(mb, "lm_head");
+  Value w = mb.getParam("lm_head.weight", {config.hidden, config.vocab},
+                        InitSpec::normal(config.initStd));
+  return mb.matmul(h, w);
+}

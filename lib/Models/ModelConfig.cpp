@@ -1,0 +1,168 @@
+//===- ModelConfig.cpp - presets and checks of model shapes -----*- C++ -*-===//
+//
+// The presets carry the published shapes (GPT-2: Radford et al. 2019 and the
+// Hugging Face configs; Llama 2: Touvron et al. 2023; Llama 3: Meta's
+// config.json). Their parameter counts are checked against the published
+// figures by test/tp-gen/param-count.test.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tp/Models/ModelConfig.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVectorExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir::tp::models;
+using llvm::StringRef;
+
+namespace {
+struct Preset {
+  StringRef name;
+  Arch arch;
+  int64_t layers, hidden, heads, kvHeads, ffn, vocab, seq, batch, maxPositions;
+  double ropeTheta;
+};
+} // namespace
+
+// Sequence lengths default to the context length each model was trained
+// with; `tiny` ones are small enough for tests that run the IR.
+// clang-format off
+static const Preset kPresets[] = {
+  // name          arch         layers hidden heads kv  ffn    vocab   seq   batch pos   rope-theta
+  {"gpt2-tiny",   Arch::GPT2,   2,     64,    4,    4,  256,   256,    8,    2,    32,   0},
+  {"gpt2-small",  Arch::GPT2,   12,    768,   12,   12, 3072,  50257,  1024, 1,    1024, 0},
+  {"gpt2-medium", Arch::GPT2,   24,    1024,  16,   16, 4096,  50257,  1024, 1,    1024, 0},
+  {"gpt2-xl",     Arch::GPT2,   48,    1600,  25,   25, 6400,  50257,  1024, 1,    1024, 0},
+  {"llama-tiny",  Arch::Llama,  2,     64,    4,    2,  176,   256,    8,    2,    0,    10000.0},
+  {"llama2-7b",   Arch::Llama,  32,    4096,  32,   32, 11008, 32000,  4096, 1,    0,    10000.0},
+  {"llama3-8b",   Arch::Llama,  32,    4096,  32,   8,  14336, 128256, 8192, 1,    0,    500000.0},
+  {"llama2-70b",  Arch::Llama,  80,    8192,  64,   8,  28672, 32000,  4096, 1,    0,    10000.0},
+};
+// clang-format on
+
+llvm::ArrayRef<StringRef> mlir::tp::models::getPresetNames() {
+  static const llvm::SmallVector<StringRef> names = llvm::map_to_vector(
+      kPresets, [](const Preset &preset) { return preset.name; });
+  return names;
+}
+
+std::optional<ModelConfig> mlir::tp::models::lookupPreset(StringRef name) {
+  const Preset *preset =
+      llvm::find_if(kPresets, [&](const Preset &p) { return p.name == name; });
+  if (preset == std::end(kPresets))
+    return std::nullopt;
+  ModelConfig config;
+  config.arch = preset->arch;
+  config.preset = preset->name.str();
+  config.layers = preset->layers;
+  config.hidden = preset->hidden;
+  config.heads = preset->heads;
+  config.kvHeads = preset->kvHeads;
+  config.ffn = preset->ffn;
+  config.vocab = preset->vocab;
+  config.seq = preset->seq;
+  config.batch = preset->batch;
+  config.maxPositions = preset->maxPositions;
+  config.ropeTheta = preset->ropeTheta;
+  // GPT-2 and every Llama 2/3 checkpoint use 1e-5 for their norms and 0.02
+  // for the initialisation of weights.
+  config.normEps = 1e-5;
+  config.initStd = 0.02;
+  return config;
+}
+
+StringRef mlir::tp::models::getDefaultPresetName(Arch arch) {
+  return arch == Arch::GPT2 ? "gpt2-small" : "llama2-7b";
+}
+
+StringRef mlir::tp::models::getTinyPresetName(Arch arch) {
+  return arch == Arch::GPT2 ? "gpt2-tiny" : "llama-tiny";
+}
+
+StringRef mlir::tp::models::stringifyArch(Arch arch) {
+  return arch == Arch::GPT2 ? "gpt2" : "llama";
+}
+
+std::optional<Arch> mlir::tp::models::parseArch(StringRef name) {
+  return llvm::StringSwitch<std::optional<Arch>>(name)
+      .Case("gpt2", Arch::GPT2)
+      .Case("llama", Arch::Llama)
+      .Default(std::nullopt);
+}
+
+StringRef mlir::tp::models::stringifyDType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+std::optional<DType> mlir::tp::models::parseDType(StringRef name) {
+  return llvm::StringSwitch<std::optional<DType>>(name)
+      .Case("f32", DType::F32)
+      .Case("f16", DType::F16)
+      .Case("bf16", DType::BF16)
+      .Default(std::nullopt);
+}
+
+std::optional<std::string>
+mlir::tp::models::verifyConfig(const ModelConfig &config) {
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  std::pair<StringRef, int64_t> sizes[] = {
+      {"layers", config.layers}, {"hidden", config.hidden},
+      {"heads", config.heads},   {"kv-heads", config.kvHeads},
+      {"ffn", config.ffn},       {"vocab", config.vocab},
+      {"seq", config.seq},       {"batch", config.batch}};
+  for (auto [name, value] : sizes) {
+    if (value <= 0) {
+      os << name << " must be positive, got " << value;
+      return message;
+    }
+  }
+  if (config.hidden % config.heads != 0) {
+    os << "hidden size " << config.hidden << " is not divisible by "
+       << config.heads << " heads";
+    return message;
+  }
+  if (config.heads % config.kvHeads != 0) {
+    os << config.heads << " heads are not divisible by " << config.kvHeads
+       << " kv-heads";
+    return message;
+  }
+  if (config.arch == Arch::GPT2) {
+    if (config.kvHeads != config.heads) {
+      os << "gpt2 has no grouped-query attention: kv-heads (" << config.kvHeads
+         << ") must equal heads (" << config.heads << ")";
+      return message;
+    }
+    if (config.maxPositions <= 0) {
+      os << "max-positions must be positive, got " << config.maxPositions;
+      return message;
+    }
+    if (config.seq > config.maxPositions) {
+      os << "sequence length " << config.seq << " exceeds the "
+         << config.maxPositions
+         << " learned positions of gpt2 (raise --max-positions)";
+      return message;
+    }
+  }
+  if (config.arch == Arch::Llama && config.headDim() % 2 != 0) {
+    os << "head dimension " << config.headDim()
+       << " must be even for the rotary embedding";
+    return message;
+  }
+  if (config.withLoss && config.scope == Scope::BlocksOnly) {
+    os << "the loss needs the LM head: --with-loss cannot be combined with "
+          "--blocks-only";
+    return message;
+  }
+  return std::nullopt;
+}

@@ -1,0 +1,24 @@
+// Bad pass options: each is a located error and exit code 1.
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=-2" 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 device=tpu-v9" 2>&1 | FileCheck %s --check-prefix=DEVICE
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 memory-budget=lots" 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 sequence-parallel=maybe" 2>&1 | FileCheck %s --check-prefix=SP
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 link-bandwidth=-5" 2>&1 | FileCheck %s --check-prefix=BW
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="mesh=nope" 2>&1 | FileCheck %s --check-prefix=MESH
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=two" 2>&1 | FileCheck %s --check-prefix=PARSE
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 report=/nonexistent-dir/r.json" 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: %expect-exit 0 tp-opt %s --tp-propagate="tp=4 memory-budget=1Gi device=a100-nvlink sequence-parallel=off" -o /dev/null
+
+// NEG: error: tp-propagate: tp=-2 must be at least 1
+// DEVICE: error: tp-propagate: unknown device profile 'tpu-v9'; known: h100-nvlink, h200-nvlink, a100-nvlink, h100-pcie
+// BUDGET: error: tp-propagate: memory-budget='lots' is neither 'none' nor a positive number of bytes
+// SP: error: tp-propagate: sequence-parallel='maybe' must be auto, on or off
+// BW: error: tp-propagate: bandwidths and flops must not be negative
+// MESH: error: tp-propagate: mesh=nope names no tp.mesh
+// PARSE: for the --tp option: 'two' value invalid for long argument
+// REPORT: error: tp-propagate: cannot write report '/nonexistent-dir/r.json'
+
+func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %y = math.exp %x : tensor<8x8xf32>
+  return %y : tensor<8x8xf32>
+}
