@@ -28,16 +28,16 @@ std::optional<DeviceProfile> DeviceProfile::lookup(StringRef name) {
   // NCCL on that interconnect; dense tensor-core throughput without
   // sparsity; HBM bandwidth; capacity (vendor data sheets).
   if (name == "h100-nvlink")
-    return DeviceProfile{"h100-nvlink", 450e9, 0.6e-6, 5e-6, 989e12, 67e12,
+    return DeviceProfile{"h100-nvlink", 450e9, 0.5e-6, 7e-6, 989e12, 67e12,
                          3.35e12, 80e9};
   if (name == "h200-nvlink")
-    return DeviceProfile{"h200-nvlink", 450e9, 0.6e-6, 5e-6, 989e12, 67e12,
+    return DeviceProfile{"h200-nvlink", 450e9, 0.5e-6, 7e-6, 989e12, 67e12,
                          4.8e12, 141e9};
   if (name == "a100-nvlink")
-    return DeviceProfile{"a100-nvlink", 300e9, 0.8e-6, 6e-6, 312e12, 19.5e12,
+    return DeviceProfile{"a100-nvlink", 300e9, 0.7e-6, 8e-6, 312e12, 19.5e12,
                          2.0e12, 80e9};
   if (name == "h100-pcie")
-    return DeviceProfile{"h100-pcie", 64e9, 2e-6, 8e-6, 756e12, 51e12, 2.0e12,
+    return DeviceProfile{"h100-pcie", 64e9, 2e-6, 10e-6, 756e12, 51e12, 2.0e12,
                          80e9};
   return std::nullopt;
 }

@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <cassert>
 #include <set>
+#include <tuple>
 
 using namespace mlir::tp;
 
@@ -110,6 +111,34 @@ bool lessOrEqual(double a, double b) { return a <= b + 1e-15 * std::abs(b); }
 
 /// Removes dominated entries and entries over the budget; keeps the
 /// cheapest entry per memory level. Sets `thinned` when capping.
+/// Keeps the non-dominated entries of a front sorted by (memory, cost),
+/// caps it at maxSize (setting `thinned`).
+template <typename T>
+void pruneSorted(std::vector<T> &front, int maxSize, bool &thinned) {
+  size_t kept = 0;
+  for (size_t i = 0; i < front.size(); ++i) {
+    if (kept && lessOrEqual(front[kept - 1].cost, front[i].cost))
+      continue; // dominated: no cheaper, and no smaller
+    front[kept++] = front[i];
+  }
+  front.resize(kept);
+  if (int(front.size()) > maxSize) {
+    thinned = true;
+    std::vector<T> thin;
+    for (int i = 0; i < maxSize; ++i)
+      thin.push_back(front[size_t(i) * (front.size() - 1) /
+                           std::max(1, maxSize - 1)]);
+    front = std::move(thin);
+  }
+}
+
+template <typename T> bool byMemoryThenCost(const T &a, const T &b) {
+  if (a.memory != b.memory)
+    return a.memory < b.memory;
+  return a.cost < b.cost;
+}
+
+/// Removes entries over the budget or infinitely costly, sorts and prunes.
 template <typename T>
 void prune(std::vector<T> &front, double budget, int maxSize, bool &thinned) {
   front.erase(std::remove_if(front.begin(), front.end(),
@@ -120,27 +149,8 @@ void prune(std::vector<T> &front, double budget, int maxSize, bool &thinned) {
               front.end());
   if (front.size() <= 1)
     return;
-  std::sort(front.begin(), front.end(), [](const T &a, const T &b) {
-    if (a.memory != b.memory)
-      return a.memory < b.memory;
-    return a.cost < b.cost;
-  });
-  std::vector<T> kept;
-  kept.reserve(front.size());
-  for (T &e : front) {
-    if (!kept.empty() && lessOrEqual(kept.back().cost, e.cost))
-      continue; // dominated: no cheaper, and no smaller
-    kept.push_back(std::move(e));
-  }
-  if (int(kept.size()) > maxSize) {
-    thinned = true;
-    std::vector<T> thin;
-    for (int i = 0; i < maxSize; ++i)
-      thin.push_back(std::move(kept[size_t(i) * (kept.size() - 1) /
-                                    std::max(1, maxSize - 1)]));
-    kept = std::move(thin);
-  }
-  front = std::move(kept);
+  std::sort(front.begin(), front.end(), byMemoryThenCost<T>);
+  pruneSorted(front, maxSize, thinned);
 }
 
 class Eliminator {
@@ -206,6 +216,71 @@ int Eliminator::addTable(std::vector<int> scope, std::vector<Front> fronts) {
 }
 
 Front Eliminator::add(const Front &a, const Front &b) {
+  auto join = [&](int left, int right) {
+    if (left < 0)
+      return right;
+    if (right < 0)
+      return left;
+    arena.push_back({-1, 0, left, right});
+    return int(arena.size()) - 1;
+  };
+  // Fronts are kept sorted and pruned, so adding a single entry to one
+  // keeps it sorted and pruned (the usual case).
+  if (a.size() == 1 || b.size() == 1) {
+    const Front &many = a.size() == 1 ? b : a;
+    const Entry &one = a.size() == 1 ? a.front() : b.front();
+    Front out;
+    out.reserve(many.size());
+    for (const Entry &e : many) {
+      double memory = e.memory + one.memory;
+      if (memory > problem.memoryBudget)
+        break; // sorted by memory
+      out.push_back({e.cost + one.cost, memory,
+                     a.size() == 1 ? join(one.trace, e.trace)
+                                   : join(e.trace, one.trace)});
+    }
+    return out;
+  }
+  // A small front added to a large one: merge the shifted copies of the
+  // large front (each sorted by memory) and prune as entries come out.
+  const Front &big = a.size() >= b.size() ? a : b;
+  const Front &small = a.size() >= b.size() ? b : a;
+  if (small.size() <= 16) {
+    std::vector<size_t> at(small.size(), 0);
+    Front out;
+    while (true) {
+      int pick = -1;
+      double pickMemory = 0, pickCost = 0;
+      for (size_t j = 0; j < small.size(); ++j) {
+        if (at[j] >= big.size())
+          continue;
+        double memory = big[at[j]].memory + small[j].memory;
+        double cost = big[at[j]].cost + small[j].cost;
+        if (memory > problem.memoryBudget) {
+          at[j] = big.size(); // sorted by memory: the rest is over too
+          continue;
+        }
+        if (pick < 0 || memory < pickMemory ||
+            (memory == pickMemory && cost < pickCost)) {
+          pick = int(j);
+          pickMemory = memory;
+          pickCost = cost;
+        }
+      }
+      if (pick < 0)
+        break;
+      const Entry &e = big[at[pick]++];
+      if (!out.empty() && lessOrEqual(out.back().cost, pickCost))
+        continue; // dominated
+      const Entry &f = small[pick];
+      out.push_back({pickCost, pickMemory,
+                     &big == &a ? join(e.trace, f.trace)
+                                : join(f.trace, e.trace)});
+    }
+    if (int(out.size()) > options.maxFrontSize)
+      pruneSorted(out, options.maxFrontSize, thinned);
+    return out;
+  }
   std::vector<Candidate> sums;
   sums.reserve(a.size() * b.size());
   for (int i = 0, e = int(a.size()); i < e; ++i)
@@ -214,17 +289,8 @@ Front Eliminator::add(const Front &a, const Front &b) {
   prune(sums, problem.memoryBudget, options.maxFrontSize, thinned);
   Front out;
   out.reserve(sums.size());
-  for (const Candidate &c : sums) {
-    int left = a[c.a].trace, right = b[c.b].trace;
-    int trace = left;
-    if (left < 0)
-      trace = right;
-    else if (right >= 0) {
-      arena.push_back({-1, 0, left, right});
-      trace = int(arena.size()) - 1;
-    }
-    out.push_back({c.cost, c.memory, trace});
-  }
+  for (const Candidate &c : sums)
+    out.push_back({c.cost, c.memory, join(a[c.a].trace, b[c.b].trace)});
   return out;
 }
 
@@ -277,12 +343,19 @@ bool Eliminator::eliminate(int x) {
         if (acc.empty())
           break;
       }
+      Front mine;
+      mine.reserve(acc.size());
       for (Entry &e : acc) {
         arena.push_back({x, value, e.trace, -1});
-        best.push_back({e.cost, e.memory, int(arena.size()) - 1});
+        mine.push_back({e.cost, e.memory, int(arena.size()) - 1});
       }
+      // Union with the other values' fronts: a merge of sorted lists.
+      Front merged(best.size() + mine.size());
+      std::merge(best.begin(), best.end(), mine.begin(), mine.end(),
+                 merged.begin(), byMemoryThenCost<Entry>);
+      pruneSorted(merged, options.maxFrontSize, thinned);
+      best = std::move(merged);
     }
-    prune(best, problem.memoryBudget, options.maxFrontSize, thinned);
     largestFront = std::max(largestFront, int(best.size()));
     fronts[index] = std::move(best);
     // Next assignment (mixed radix, last position fastest).
@@ -339,19 +412,24 @@ AssignmentSolution Eliminator::run() {
   }
 
   // Min-weight greedy order: the node whose neighbourhood table is smallest.
-  std::set<std::pair<int64_t, int>> queue;
-  std::vector<int64_t> key(n);
+  // Within an elimination group (lowest first), the node whose
+  // neighbourhood table is smallest goes first.
+  std::set<std::tuple<int, int64_t, int>> queue;
+  std::vector<std::tuple<int, int64_t, int>> key(n);
   auto weight = [&](int x) {
     std::vector<int> scope(adjacency[x].begin(), adjacency[x].end());
-    return tableSize(scope) * problem.numChoices(x);
+    int group = x < int(options.eliminationGroup.size())
+                    ? options.eliminationGroup[x]
+                    : 0;
+    return std::make_tuple(group, tableSize(scope) * problem.numChoices(x), x);
   };
   for (int i = 0; i < n; ++i) {
     key[i] = weight(i);
-    queue.insert({key[i], i});
+    queue.insert(key[i]);
   }
   std::vector<bool> done(n, false);
   while (!queue.empty()) {
-    int x = queue.begin()->second;
+    int x = std::get<2>(*queue.begin());
     queue.erase(queue.begin());
     std::vector<int> neighbours(adjacency[x].begin(), adjacency[x].end());
     if (!eliminate(x)) {
@@ -362,9 +440,9 @@ AssignmentSolution Eliminator::run() {
     for (int m : neighbours) {
       if (done[m])
         continue;
-      queue.erase({key[m], m});
+      queue.erase(key[m]);
       key[m] = weight(m);
-      queue.insert({key[m], m});
+      queue.insert(key[m]);
     }
   }
 

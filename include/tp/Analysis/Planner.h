@@ -99,6 +99,7 @@ struct Plan {
   int64_t numNodes = 0;
   int64_t numStrategies = 0;
   int solverWidth = 0;
+  int largestFront = 0;
   double planSeconds = 0;
 };
 

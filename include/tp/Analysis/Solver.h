@@ -65,6 +65,12 @@ struct SolverOptions {
   /// Separators whose assignment table would exceed this many entries are
   /// refused (the solver reports infeasible with exact=false).
   int64_t maxTableSize = int64_t(1) << 24;
+  /// Optional elimination groups, one per node: nodes of a lower group are
+  /// eliminated first (within a group, the smallest neighbourhood table
+  /// first). The planner puts the inside of every layer in group 0 and the
+  /// values between layers in increasing groups, so that the Pareto fronts
+  /// of one layer never travel through the inside of the next one.
+  std::vector<int> eliminationGroup;
 };
 
 /// Exact solver: bucket (variable) elimination in min-fill order, where each
