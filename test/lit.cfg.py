@@ -23,6 +23,11 @@ config.substitutions.append(("%tp_src_root", config.tp_src_root))
 config.substitutions.append(("%mlir_include_dir", config.mlir_include_dir))
 config.substitutions.append(("%mlir_tblgen", config.mlir_tblgen))
 config.substitutions.append(("%tp_obj_root", config.tp_obj_root))
+# %plan-summary REPORT.json: one line per collective of a tp-propagate report.
+config.substitutions.append(
+    ("%plan-summary",
+     "%s %s" % (sys.executable,
+                os.path.join(config.tp_src_root, "utils", "plan-summary.py"))))
 # %expect-exit CODE cmd...: succeeds when cmd exits with exactly CODE (a crash
 # never does).
 config.substitutions.append(

@@ -607,9 +607,21 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
           if (!layout)
             return;
         } else {
-          // Captured or unmapped tensors are read whole.
-          layout = LayoutAttr::getReplicated(
-              meshRef, cast<RankedTensorType>(in.value.getType()).getRank());
+          // Captured tensors follow the rule's gather mapping; anything else
+          // is read whole.
+          const auto *gather = llvm::find_if(rule.captured, [&](auto &c) {
+            return c.first == in.value;
+          });
+          if (in.slot >= op->getNumOperands() &&
+              gather != rule.captured.end()) {
+            layout = layoutOf(gather->second, factorAxes, {}, kind);
+            if (!layout)
+              return;
+          } else {
+            layout = LayoutAttr::getReplicated(
+                meshRef,
+                cast<RankedTensorType>(in.value.getType()).getRank());
+          }
         }
         s.inputs.push_back(layout);
         // An init is written, not read: fills fuse into their consumer

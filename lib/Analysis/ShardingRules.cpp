@@ -114,6 +114,52 @@ static std::optional<ReductionKind> identityKind(Value value) {
   return std::nullopt;
 }
 
+/// Whether `value` reaches the body's only yielded value through casts
+/// alone (so that a zero gathered element yields zero).
+static bool yieldsUnchanged(Value value, Block *body) {
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  if (yield.getNumOperands() != 1)
+    return false;
+  Value v = yield.getOperand(0);
+  while (v != value) {
+    Operation *def = v.getDefiningOp();
+    if (!def || !isa<arith::ExtFOp, arith::TruncFOp, arith::BitcastOp>(def))
+      return false;
+    v = def->getOperand(0);
+  }
+  return true;
+}
+
+/// Adds the tensors a linalg body gathers from to `rule.captured`.
+static void addGathers(linalg::LinalgOp linalgOp, ShardingRule &rule) {
+  Operation *op = linalgOp;
+  Block *body = linalgOp.getBlock();
+  body->walk([&](tensor::ExtractOp extract) {
+    Value table = extract.getTensor();
+    if (op->isAncestor(table.getParentRegion()->getParentOp()))
+      return;
+    auto type = cast<RankedTensorType>(table.getType());
+    bool masked = extract->getBlock() == body &&
+                  yieldsUnchanged(extract.getResult(), body);
+    TensorFactors dims;
+    for (auto [d, index] : llvm::enumerate(extract.getIndices())) {
+      SmallVector<int64_t, 1> &dim = dims.emplace_back();
+      if (auto loop = index.getDefiningOp<linalg::IndexOp>()) {
+        dim.push_back(loop.getDim());
+        continue;
+      }
+      if (masked && !type.isDynamicDim(d)) {
+        // A data-dependent row: splitting it masks the lookup.
+        rule.factors.push_back(
+            {type.getDimSize(d), FactorKind::Reduction, ReductionKind::Sum});
+        dim.push_back(rule.factors.size() - 1);
+        masked = false; // one gathered dimension at most
+      }
+    }
+    rule.captured.push_back({table, std::move(dims)});
+  });
+}
+
 namespace {
 
 //===----------------------------------------------------------------------===//
@@ -168,8 +214,10 @@ struct LinalgStructuredModel
     int64_t numInputs = linalgOp.getNumDpsInputs();
     for (OpOperand &operand : op->getOpOperands()) {
       int64_t index = operand.getOperandNumber();
-      rule.initOf.push_back(linalgOp.isDpsInit(&operand) ? index - numInputs
-                                                         : -1);
+      // An init whose value the body never reads only gives the shape.
+      bool readInit = linalgOp.isDpsInit(&operand) &&
+                      linalgOp.payloadUsesValueFromOperand(&operand);
+      rule.initOf.push_back(readInit ? index - numInputs : -1);
       if (!isa<RankedTensorType>(operand.get().getType())) {
         rule.operands.push_back(std::nullopt);
         continue;
@@ -197,6 +245,8 @@ struct LinalgStructuredModel
 
     if (auto fill = dyn_cast<linalg::FillOp>(op))
       rule.identityOf = identityKind(fill.value());
+
+    addGathers(linalgOp, rule);
 
     int64_t ops = 0;
     for (Operation &bodyOp : linalgOp.getBlock()->without_terminator())

@@ -11,10 +11,10 @@
 //               x += down_proj(silu(gate_proj(h)) * up_proj(h))
 //   logits = norm(x) · lm_head                      (untied)
 //
-// Weights are stored [in, out]. With kv-heads < heads, q is viewed as
-// [B, S, kv, group, D] so that query head kv * group + g attends with
-// key/value head kv through plain projected-permutation maps; with
-// kv-heads == heads (Llama-2-7B) q is [B, S, heads, D] like k and v.
+// Weights are stored [in, out]. Attention works on [B, S, heads, D]; with
+// kv-heads < heads, k and v are repeated to every query head (query head
+// kv * group + g uses key/value head kv) by a broadcast and a collapse, as
+// Hugging Face's repeat_kv does, so all maps stay projected permutations.
 // Parameter names follow HF without the `model.` prefix; weights and the
 // embedding are normal(0.02), norm weights one.
 //
@@ -68,22 +68,31 @@ Value mlir::tp::models::buildLlamaBlock(ModelBuilder &mb, Value x,
     Value wo =
         mb.getParam(attn + "o_proj.weight", {hidden, hidden}, weightInit);
 
-    // q: [B, S, heads, D], or [B, S, kv, group, D] under grouped-query
-    // attention; k, v: [B, S, kv, D].
-    SmallVector<ReassociationIndices> qHeads =
-        group == 1 ? SmallVector<ReassociationIndices>{{0, 1}, {2, 3}}
-                   : SmallVector<ReassociationIndices>{{0, 1}, {2, 3, 4}};
-    SmallVector<int64_t> qShape =
-        group == 1 ? SmallVector<int64_t>{batch, seq, heads, headDim}
-                   : SmallVector<int64_t>{batch, seq, kvHeads, group, headDim};
-    Value q = mb.expand(mb.matmul(h, wq), qShape, qHeads);
+    // q: [B, S, heads, D]; k, v: [B, S, kv, D]. Under grouped-query
+    // attention k and v are repeated to [B, S, heads, D] (query head
+    // kv * group + g uses key/value head kv), as Hugging Face's repeat_kv
+    // does: a broadcast to [B, S, kv, group, D] and a collapse. With fewer
+    // key/value heads than devices, the planner computes k and v whole and
+    // slices the repeated heads, which is Megatron's treatment.
+    SmallVector<ReassociationIndices> qHeads = {{0, 1}, {2, 3}};
+    Value q = mb.expand(mb.matmul(h, wq), {batch, seq, heads, headDim}, qHeads);
     Value k = mb.expand(mb.matmul(h, wk), {batch, seq, kvHeads, headDim},
-                        {{0, 1}, {2, 3}});
+                        qHeads);
     Value v = mb.expand(mb.matmul(h, wv), {batch, seq, kvHeads, headDim},
-                        {{0, 1}, {2, 3}});
+                        qHeads);
     q = mb.rotaryEmbedding(q);
     k = mb.rotaryEmbedding(k);
-    Value context = mb.collapse(mb.causalAttention(q, k, v), qHeads);
+    auto repeatKV = [&](Value t) -> Value {
+      if (group == 1)
+        return t;
+      Value repeated = mb.elementwise(
+          {{t, {0, 1, 2, 4}}}, {batch, seq, kvHeads, group, headDim},
+          mb.getStorageType(),
+          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+      return mb.collapse(repeated, {{0}, {1}, {2, 3}, {4}});
+    };
+    Value context =
+        mb.collapse(mb.causalAttention(q, repeatKV(k), repeatKV(v)), qHeads);
     x = mb.add(x, mb.matmul(context, wo));
   }
 

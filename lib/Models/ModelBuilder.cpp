@@ -588,21 +588,24 @@ Value ModelBuilder::causalAttention(Value q, Value k, Value v) {
 Value ModelBuilder::embedTokens(Value ids, Value table, Value positions) {
   int64_t batch = shapeOf(ids)[0], seq = shapeOf(ids)[1];
   int64_t hidden = shapeOf(table)[1];
-  SmallVector<Operand> inputs = {{ids, {0, 1}}};
-  if (positions)
-    inputs.push_back({positions, {1, 2}});
-  // out[b, s, k] = table[ids[b, s], k] (+ positions[s, k])
+  // out[b, s, k] = table[ids[b, s], k]: the lookup is a generic of its own
+  // whose body only reads the table, so that a table split by rows becomes
+  // a masked lookup with a partial-sum result (vocabulary-parallel
+  // embedding); the positions are added by a separate elementwise op.
   Value embedded = elementwise(
-      inputs, {batch, seq, hidden}, storageType,
+      {{ids, {0, 1}}}, {batch, seq, hidden}, storageType,
       [&](OpBuilder &b, Location l, ValueRange args) -> Value {
         Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
         Value col = linalg::IndexOp::create(b, l, 2);
-        Value value = toCompute(
+        return toCompute(
             b, l, tensor::ExtractOp::create(b, l, table, ValueRange{row, col}));
-        if (positions)
-          value = arith::AddFOp::create(b, l, value, args[1]);
-        return value;
       });
+  if (positions)
+    embedded = elementwise(
+        {{embedded, {0, 1, 2}}, {positions, {1, 2}}}, {batch, seq, hidden},
+        storageType, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::AddFOp::create(b, l, args[0], args[1]);
+        });
   return collapse(embedded, {{0, 1}, {2}});
 }
 

@@ -55,6 +55,14 @@ struct ShardingRule {
   SmallVector<std::optional<TensorFactors>> operands;
   /// Per result, likewise.
   SmallVector<std::optional<TensorFactors>> results;
+  /// Tensors the op's regions read without taking them as operands (a
+  /// `tensor.extract` gather from a captured table), with their factors. A
+  /// dimension indexed by a loop (`linalg.index`) carries that loop's factor;
+  /// a dimension indexed by data (a token id) gets a factor of its own, of
+  /// kind Reduction/sum when the body yields the gathered element unchanged
+  /// (a row-split table then gives a masked lookup whose result is a partial
+  /// sum), or none (read whole) otherwise.
+  SmallVector<std::pair<Value, TensorFactors>> captured;
   /// Per operand: the result it initialises (destination-passing style), or
   /// -1. An init takes the partial state of its result: when a reduction
   /// factor is split, each device accumulates into its own init, so the init

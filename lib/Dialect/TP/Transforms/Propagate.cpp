@@ -116,6 +116,12 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
       profile->memoryBandwidth = memoryBandwidth;
     options.device = *profile;
 
+    if (paramShare < 1.0)
+      return module.emitError()
+             << "tp-propagate: param-share=" << llvm::formatv("{0}", double(paramShare)).str()
+             << " must be at least 1 (parameters cannot take less than their "
+                "share)";
+    options.paramShareFactor = paramShare;
     if (memoryBudget == "none") {
       options.unconstrained = true;
     } else if (!memoryBudget.empty()) {

@@ -62,6 +62,9 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
            "Per-device memory budget over parameters and activations, in "
            "bytes (suffixes K, M, G, Ki, Mi, Gi allowed), or 'none'; default: "
            "parameter bytes per device at most 1.1 x total / devices">,
+    Option<"paramShare", "param-share", "double", /*default=*/"1.1",
+           "Default memory constraint: parameter bytes per device at most "
+           "this many times (total parameter bytes / devices)">,
     Option<"sequenceParallel", "sequence-parallel", "std::string",
            /*default=*/"\"auto\"",
            "auto: by cost; on: split tokens wherever an op can; off: never "
