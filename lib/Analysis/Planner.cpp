@@ -313,8 +313,10 @@ void PlanBuilder::addArgumentNode(BlockArgument arg) {
       int64_t size = type.getDimSize(d);
       for (const Axis &axis : axes) {
         if (ShapedType::isDynamic(size)) {
-          plan.remarks.push_back(llvm::formatv(
-              "dimension {0} of argument #{1} is dynamic; kept unsplit", d, i));
+          std::string remark = llvm::formatv(
+              "dimension {0} of argument #{1} is dynamic; kept unsplit", d, i);
+          func.emitRemark() << remark;
+          plan.remarks.push_back(remark);
           break;
         }
         if (size % axis.size != 0)

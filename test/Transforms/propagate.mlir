@@ -123,3 +123,15 @@ func.func @unknown_op(%x: tensor<8x16xf32> {tp.layout = #tp.layout<@tp, [-, "tp"
   } : tensor<8x16xf32> to tensor<10x16xf32>
   return %p : tensor<10x16xf32>
 }
+
+// -----
+
+// A dynamic dimension is never split: the weight is split on its static
+// dimension and the dynamic one is reported.
+// REMARK: remark: dimension 0 of argument #1 is dynamic; kept unsplit
+// CHECK-LABEL: func.func @dynamic_rows
+// CHECK-SAME: tensor<?x4096xf32> {tp.layout = #tp.layout<@tp, [-, "tp"]>, tp.param}
+func.func @dynamic_rows(%x: tensor<8x4096xf32>, %w: tensor<?x4096xf32> {tp.param}) -> tensor<8x4096xf32> {
+  %y = math.exp %x : tensor<8x4096xf32>
+  return %y : tensor<8x4096xf32>
+}
