@@ -8,6 +8,7 @@
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=two" 2>&1 | FileCheck %s --check-prefix=PARSE
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 report=/nonexistent-dir/r.json" 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 param-share=0.5" 2>&1 | FileCheck %s --check-prefix=SHARE
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 large-constant-bytes=0" 2>&1 | FileCheck %s --check-prefix=CONST
 // RUN: %expect-exit 0 tp-opt %s --tp-propagate="tp=4 memory-budget=1Gi device=a100-nvlink sequence-parallel=off" -o /dev/null
 
 // NEG: error: tp-propagate: tp=-2 must be at least 1
@@ -17,6 +18,7 @@
 // BW: error: tp-propagate: bandwidths and flops must not be negative
 // MESH: error: tp-propagate: mesh=nope names no tp.mesh
 // SHARE: error: tp-propagate: param-share=0.50 must be at least 1 (parameters cannot take less than their share)
+// CONST: error: tp-propagate: large-constant-bytes=0 must be at least 1
 // PARSE: for the --tp option: 'two' value invalid for long argument
 // REPORT: error: tp-propagate: cannot write report '/nonexistent-dir/r.json'
 

@@ -135,3 +135,20 @@ func.func @dynamic_rows(%x: tensor<8x4096xf32>, %w: tensor<?x4096xf32> {tp.param
   %y = math.exp %x : tensor<8x4096xf32>
   return %y : tensor<8x4096xf32>
 }
+
+// -----
+
+// A weight baked in as a constant (a front end's habit) is planned like a
+// parameter once it is large enough (here with large-constant-bytes lowered
+// by the RUN line of propagate-constants.mlir; at the default 1 MiB this
+// 64-byte constant stays replicated).
+// CHECK-LABEL: func.func @small_constant_weight
+// CHECK: arith.constant {tp.result_layouts = [#tp.layout<@tp, [-, -]>]} dense
+func.func @small_constant_weight(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [9.0, 10.0, 11.0, 12.0], [13.0, 14.0, 15.0, 16.0]]> : tensor<4x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<4x4xf32>, tensor<4x4xf32>) outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}

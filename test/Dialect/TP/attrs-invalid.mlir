@@ -218,3 +218,65 @@ func.func @init_negative_std(%x: tensor<8xf32> {tp.init = {kind = "normal", seed
 func.func @init_unknown_kind(%x: tensor<8xf32> {tp.init = {kind = "xavier"}}) {
   return
 }
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+func.func @op_layouts_not_array(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'math.exp' op 'tp.result_layouts' must be an array, got #tp.layout<@m, [-]>}}
+  %y = math.exp %x {tp.result_layouts = #tp.layout<@m, [-]>} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+func.func @op_layouts_count(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'math.exp' op 'tp.operand_layouts' has 2 entries for 1 operands}}
+  %y = math.exp %x {tp.operand_layouts = [#tp.layout<@m, [-]>, #tp.layout<@m, [-]>]} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+func.func @op_layouts_unit_for_tensor(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'math.exp' op 'tp.result_layouts' entry 0 must be a #tp.layout for 'tensor<8xf32>'}}
+  %y = math.exp %x {tp.result_layouts = [unit]} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+func.func @op_layouts_wrong_kind(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'math.exp' op 'tp.result_layouts' entry 0 must be a #tp.layout or unit, got "tp"}}
+  %y = math.exp %x {tp.result_layouts = ["tp"]} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+func.func @op_layouts_rank(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'math.exp' op 'tp.operand_layouts' entry 0: layout has rank 2 but the type 'tensor<8xf32>' has rank 1}}
+  %y = math.exp %x {tp.operand_layouts = [#tp.layout<@m, [-, -]>]} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+func.func @value_attr_on_op(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'math.exp' op 'tp.layout' belongs on function arguments and results, not on ops}}
+  %y = math.exp %x {tp.layout = #tp.layout<@m, [-]>} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @unknown_op_attr(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'math.exp' op unknown attribute 'tp.strategy'; ops carry only 'tp.operand_layouts' and 'tp.result_layouts'}}
+  %y = math.exp %x {tp.strategy = "column"} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}

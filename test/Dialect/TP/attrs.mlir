@@ -68,3 +68,13 @@ func.func @reduction_kinds() attributes {
     k0 = #tp<reduction sum>, k1 = #tp<reduction max>, k2 = #tp<reduction min>} {
   return
 }
+
+// The planner's per-op decisions: one layout per tensor operand and result,
+// unit for the others.
+// CHECK-LABEL: func.func @op_layouts
+// CHECK: linalg.fill {tp.operand_layouts = [unit, #tp.layout<@m, [-, "tp"]>], tp.result_layouts = [#tp.layout<@m, [-, "tp"]>]}
+func.func @op_layouts(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill {tp.operand_layouts = [unit, #tp.layout<@m, [-, "tp"]>], tp.result_layouts = [#tp.layout<@m, [-, "tp"]>]} ins(%zero : f32) outs(%x : tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %f : tensor<8x16xf32>
+}

@@ -145,6 +145,11 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
              << "' must be auto, on or off";
     options.allowPadding = allowPadding;
     options.reshardParams = reshardParams;
+    if (largeConstantBytes < 1)
+      return module.emitError() << "tp-propagate: large-constant-bytes="
+                                << int64_t(largeConstantBytes)
+                                << " must be at least 1";
+    options.largeConstantBytes = largeConstantBytes;
     return options;
   }
 

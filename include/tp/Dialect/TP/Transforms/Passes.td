@@ -74,6 +74,11 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
     Option<"reshardParams", "reshard-params", "bool", /*default=*/"false",
            "Allow collectives on parameters (weight gathering, as FSDP does); "
            "by default each parameter is consumed in its stored layout">,
+    Option<"largeConstantBytes", "large-constant-bytes", "int64_t",
+           /*default=*/"1048576",
+           "Non-splat constants of at least this many bytes are weights baked "
+           "in by a front end: planned like parameters (sliced at compile "
+           "time)">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
            "Write the JSON plan report to this file ('-': stdout)">
   ];
