@@ -40,7 +40,7 @@ def main():
                     dim = " split=%d concat=%d" % (s["dim"], s["concat_dim"])
                 elif "dim" in s:
                     dim = " dim=%d" % s["dim"]
-                shape = "x".join(str(d) for d in s["input_shape"])
+                shape = "x".join(str(d) for d in s["input_shape"]) or "scalar"
                 print("%s%s over %s%s: %s %s message=%d -> %s"
                       % (s["collective"], red, s["axis"], dim, shape,
                          r["element_type"], s["message_bytes"], r["consumer"]))
