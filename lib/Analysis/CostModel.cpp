@@ -103,6 +103,16 @@ mlir::tp::planReshard(LayoutAttr from, LayoutAttr to,
         return d;
     return -1;
   };
+  // The exact local extent of dimension `d` under the current axes: the
+  // global size divided by the group, rounded up (padded blocks).
+  auto extent = [&](int64_t d) -> int64_t {
+    if (ShapedType::isDynamic(globalShape[d]))
+      return globalShape[d];
+    int64_t group = 1;
+    for (StringAttr axis : cur[d])
+      group *= sizeOf(axis);
+    return llvm::divideCeil(globalShape[d], group);
+  };
   auto used = [&](StringAttr axis) {
     return llvm::any_of(cur, [&](ArrayRef<StringAttr> axes) {
       return llvm::is_contained(axes, axis);
@@ -129,8 +139,8 @@ mlir::tp::planReshard(LayoutAttr from, LayoutAttr to,
     if (d >= 0 && !ShapedType::isDynamic(local[d]) && !used(axis)) {
       step.kind = CollectiveKind::ReduceScatter;
       step.dim = d;
-      local[d] = llvm::divideCeil(local[d], step.groupSize);
       cur[d].push_back(axis);
+      local[d] = extent(d);
     } else {
       step.kind = CollectiveKind::AllReduce;
     }
@@ -151,13 +161,13 @@ mlir::tp::planReshard(LayoutAttr from, LayoutAttr to,
         step.kind = CollectiveKind::AllToAll;
         step.dim = target;
         step.concatDim = d;
-        local[target] = llvm::divideCeil(local[target], step.groupSize);
-        local[d] *= step.groupSize;
         cur[target].push_back(axis);
+        local[target] = extent(target);
+        local[d] = extent(d);
       } else {
         step.kind = CollectiveKind::AllGather;
         step.dim = d;
-        local[d] *= step.groupSize;
+        local[d] = extent(d);
       }
       step.outputShape = local;
       steps.push_back(std::move(step));
@@ -176,8 +186,8 @@ mlir::tp::planReshard(LayoutAttr from, LayoutAttr to,
       step.groupSize = sizeOf(axis);
       step.dim = d;
       step.inputShape = local;
-      local[d] = llvm::divideCeil(local[d], step.groupSize);
       cur[d].push_back(axis);
+      local[d] = extent(d);
       step.outputShape = local;
       steps.push_back(std::move(step));
     }

@@ -238,7 +238,8 @@ SmallVector<LayoutAttr> PlanBuilder::enumerateLayouts(RankedTensorType type,
         if (ShapedType::isDynamic(size) || size < group)
           return;
         if (size % group != 0) {
-          if (!options.allowPadding)
+          // Padding is defined for a split over one axis only.
+          if (!options.allowPadding || dims[d].size() > 1)
             return;
           if (anyPadded)
             *anyPadded = true;
@@ -568,7 +569,7 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
       if (rule.factors[f].size < factorGroup[f])
         return;
       if (rule.factors[f].size % factorGroup[f] != 0) {
-        if (!options.allowPadding)
+        if (!options.allowPadding || factorAxes[f].size() > 1)
           return;
         padded = true;
       }

@@ -76,10 +76,10 @@ Value mlir::tp::models::buildLlamaBlock(ModelBuilder &mb, Value x,
     // slices the repeated heads, which is Megatron's treatment.
     SmallVector<ReassociationIndices> qHeads = {{0, 1}, {2, 3}};
     Value q = mb.expand(mb.matmul(h, wq), {batch, seq, heads, headDim}, qHeads);
-    Value k = mb.expand(mb.matmul(h, wk), {batch, seq, kvHeads, headDim},
-                        qHeads);
-    Value v = mb.expand(mb.matmul(h, wv), {batch, seq, kvHeads, headDim},
-                        qHeads);
+    Value k =
+        mb.expand(mb.matmul(h, wk), {batch, seq, kvHeads, headDim}, qHeads);
+    Value v =
+        mb.expand(mb.matmul(h, wv), {batch, seq, kvHeads, headDim}, qHeads);
     q = mb.rotaryEmbedding(q);
     k = mb.rotaryEmbedding(k);
     auto repeatKV = [&](Value t) -> Value {

@@ -19,12 +19,16 @@
 //      transposed weight (GPT-2's tied LM head) is expressed by the matmul's
 //      `indexing_maps`, never by a transpose op. Biases are added by a
 //      separate elementwise generic that indexes them by the feature loops.
-//   2. Attention views [T, H] as [B, S, heads, D] (or [B, S, kv, group, D] for
-//      grouped-query attention: query head h = kv * group + g uses key/value
-//      head kv) with `tensor.expand_shape`. Scores and context are each ONE
-//      linalg.generic contraction whose maps are projected permutations:
-//        scores[b, h.., s, t] = sum_d q[b, s, h.., d] * k[b, t, kv, d]
-//        ctx[b, s, h.., d]    = sum_t p[b, h.., s, t] * v[b, t, kv, d]
+//   2. Attention views [T, H] as [B, S, heads, D] with `tensor.expand_shape`.
+//      Grouped-query attention keeps q as [B, S, heads, D] and repeats k and
+//      v, [B, S, kv, D], to [B, S, heads, D] as Hugging Face's repeat_kv
+//      does: an elementwise generic broadcasting to [B, S, kv, group, D]
+//      (input map (b, s, kv, g, d) -> (b, s, kv, d)) and a
+//      `tensor.collapse_shape` [[0], [1], [2, 3], [4]], so that query head
+//      h = kv * group + g uses key/value head kv. Scores and context are each
+//      ONE linalg.generic contraction whose maps are projected permutations:
+//        scores[b, h, s, t] = sum_d q[b, s, h, d] * k[b, t, h, d]
+//        ctx[b, s, h, d]    = sum_t p[b, h, s, t] * v[b, t, h, d]
 //      GPT-2's fused QKV is one contraction x[T, H] · w[H, 3, H] → [T, 3, H],
 //      expanded to [B, S, 3, heads, D] and read with rank-reducing
 //      `tensor.extract_slice`s on the size-3 dimension.
@@ -45,6 +49,13 @@
 // planner: the target logit is a sum over the vocabulary of
 // `select(v == label, logit, 0)` rather than a gather, so every step of the
 // loss is a reduction or an elementwise op over the vocabulary dimension.
+//
+// The token lookup is a generic over [B, S, H] whose body only reads the
+// table (captured, not an operand: arith.index_cast of the id, linalg.index
+// for the column, tensor.extract); GPT-2's positions are added by a separate
+// elementwise generic. A table split by rows then becomes a masked lookup
+// with a partial-sum result (vocabulary-parallel embedding), and the
+// positions are not added once per device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -530,36 +541,26 @@ Value ModelBuilder::softmaxLastDim(Value x) {
 
 Value ModelBuilder::causalAttention(Value q, Value k, Value v) {
   ArrayRef<int64_t> qShape = shapeOf(q);
-  // q is [B, S, h.., D] with n = 1 or 2 head dimensions; k/v [B, S, kv, D].
-  unsigned n = qShape.size() - 3;
-  int64_t batch = qShape[0], seq = qShape[1], headDim = qShape.back();
-  SmallVector<int64_t> headShape(qShape.begin() + 2, qShape.end() - 1);
-  SmallVector<unsigned, 6> headLoops;
+  // q, k and v are [B, S, heads, D]; grouped-query attention repeats k and v
+  // to every query head before calling this.
+  assert(qShape.size() == 4 && shapeOf(k) == qShape && shapeOf(v) == qShape &&
+         "q, k and v are [B, S, heads, D]");
+  int64_t batch = qShape[0], seq = qShape[1], heads = qShape[2];
+  int64_t headDim = qShape[3];
 
-  // scores[b, h.., s, t] = Σ_d q[b, s, h.., d] * k[b, t, kv, d]
-  // loops: b = 0, h.. = 1..n, s = n+1, t = n+2, d = n+3
-  unsigned s = n + 1, t = n + 2, d = n + 3;
-  headLoops = llvm::to_vector<6>(llvm::seq<unsigned>(1, n + 1));
-  SmallVector<unsigned, 6> qLoops = {0, s};
-  qLoops.append(headLoops);
-  qLoops.push_back(d);
-  SmallVector<unsigned, 6> scoreLoops = {0};
-  scoreLoops.append(headLoops);
-  scoreLoops.append({s, t});
-  SmallVector<int64_t> scoreShape = {batch};
-  scoreShape.append(headShape);
-  scoreShape.append({seq, seq});
-  Value scores =
-      contract({q, qLoops}, {k, {0, t, 1, d}}, n + 4, scoreLoops, scoreShape);
+  // scores[b, h, s, t] = Σ_d q[b, s, h, d] * k[b, t, h, d]
+  // loops: b = 0, h = 1, s = 2, t = 3, d = 4
+  SmallVector<int64_t> scoreShape = {batch, heads, seq, seq};
+  Value scores = contract({q, {0, 2, 1, 4}}, {k, {0, 3, 1, 4}}, 5, {0, 1, 2, 3},
+                          scoreShape);
 
   // masked = t > s ? -inf : scores / sqrt(D)
   double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
-  unsigned scoreRank = scoreShape.size();
   Value masked = elementwise(
-      {{scores, allLoops(scoreRank)}}, scoreShape, computeType,
+      {{scores, allLoops(4)}}, scoreShape, computeType,
       [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-        Value row = linalg::IndexOp::create(b, l, scoreRank - 2);
-        Value col = linalg::IndexOp::create(b, l, scoreRank - 1);
+        Value row = linalg::IndexOp::create(b, l, 2);
+        Value col = linalg::IndexOp::create(b, l, 3);
         Value future =
             arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, col, row);
         Value scaled =
@@ -570,18 +571,9 @@ Value ModelBuilder::causalAttention(Value q, Value k, Value v) {
       });
   Value probs = softmaxLastDim(masked);
 
-  // ctx[b, s, h.., d] = Σ_t p[b, h.., s, t] * v[b, t, kv, d]
-  // loops: b = 0, s = 1, h.. = 2..n+1, d = n+2, t = n+3
-  SmallVector<unsigned, 6> ctxHeads =
-      llvm::to_vector<6>(llvm::seq<unsigned>(2, n + 2));
-  unsigned cd = n + 2, ct = n + 3;
-  SmallVector<unsigned, 6> pLoops = {0};
-  pLoops.append(ctxHeads);
-  pLoops.append({1, ct});
-  SmallVector<unsigned, 6> ctxLoops = {0, 1};
-  ctxLoops.append(ctxHeads);
-  ctxLoops.push_back(cd);
-  return contract({probs, pLoops}, {v, {0, ct, 2, cd}}, n + 4, ctxLoops,
+  // ctx[b, s, h, d] = Σ_t p[b, h, s, t] * v[b, t, h, d]
+  // loops: b = 0, s = 1, h = 2, d = 3, t = 4
+  return contract({probs, {0, 2, 1, 4}}, {v, {0, 4, 2, 3}}, 5, {0, 1, 2, 3},
                   qShape);
 }
 

@@ -159,12 +159,13 @@ public:
   Value rotaryEmbedding(Value x);
   /// Softmax over the last dimension, in f32, returned in the storage type.
   Value softmaxLastDim(Value x);
-  /// Causal scaled dot-product attention. q is [B, S, heads, D] or
-  /// [B, S, kv, group, D]; k and v are [B, S, heads or kv, D]. Returns the
-  /// context in q's shape.
+  /// Causal scaled dot-product attention of q, k, v all [B, S, heads, D]
+  /// (grouped-query attention repeats k and v to every query head first).
+  /// Returns the context, [B, S, heads, D].
   Value causalAttention(Value q, Value k, Value v);
-  /// Embedding lookup of ids[B, S] (i64) in table[V, H], plus
-  /// positions[S, H] when given. Returns [B*S, H].
+  /// Embedding lookup of ids[B, S] (i64) in table[V, H]: one generic whose
+  /// body extracts from the captured table; positions[S, H], when given, are
+  /// added by a separate elementwise generic. Returns [B*S, H].
   Value embedTokens(Value ids, Value table, Value positions);
   /// Mean cross-entropy of logits[T, V] against labels[B, S] (i64), as a
   /// tensor<f32>.
