@@ -368,14 +368,7 @@ void PlanBuilder::addOpNode(Operation *op) {
   for (OpOperand &operand : op->getOpOperands())
     if (isa<RankedTensorType>(operand.get().getType()))
       node.inputs.push_back({operand.get(), operand.getOperandNumber()});
-  llvm::SetVector<Value> captured;
-  for (Region &region : op->getRegions())
-    region.walk([&](Operation *inner) {
-      for (Value v : inner->getOperands())
-        if (isa<RankedTensorType>(v.getType()) &&
-            !op->isAncestor(v.getParentRegion()->getParentOp()))
-          captured.insert(v);
-    });
+  SmallVector<Value> captured = getCapturedTensors(op);
   for (auto [k, v] : llvm::enumerate(captured))
     node.inputs.push_back({v, unsigned(op->getNumOperands() + k)});
 
@@ -1238,6 +1231,8 @@ FailureOr<Plan> PlanBuilder::run() {
       for (unsigned i = 0; i < node.op->getNumOperands(); ++i)
         if (i < s.inputs.size())
           planned.operandLayouts[i] = s.inputs[i];
+      for (unsigned i = node.op->getNumOperands(); i < s.inputs.size(); ++i)
+        planned.capturedLayouts.push_back(s.inputs[i]);
       planned.resultLayouts = s.results;
       planned.strategy = s.description;
       planned.computeTime = s.compute;
@@ -1371,6 +1366,9 @@ void mlir::tp::annotateFunction(const Plan &plan) {
     if (p.op->getNumOperands())
       p.op->setAttr(TPDialect::getOperandLayoutsAttrName(),
                     layoutArray(ctx, p.operandLayouts));
+    if (!p.capturedLayouts.empty())
+      p.op->setAttr(TPDialect::getCapturedLayoutsAttrName(),
+                    layoutArray(ctx, p.capturedLayouts));
     if (p.op->getNumResults())
       p.op->setAttr(TPDialect::getResultLayoutsAttrName(),
                     layoutArray(ctx, p.resultLayouts));

@@ -66,6 +66,8 @@ struct PlannedOp {
   /// Per operand: the layout the op consumes it in (null for operands that
   /// are not ranked tensors).
   SmallVector<LayoutAttr> operandLayouts;
+  /// Per captured tensor (getCapturedTensors): the layout the body reads.
+  SmallVector<LayoutAttr> capturedLayouts;
   /// Per result: the layout the op produces (null for non-tensors).
   SmallVector<LayoutAttr> resultLayouts;
   std::string strategy;

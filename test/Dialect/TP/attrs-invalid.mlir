@@ -276,7 +276,25 @@ func.func @value_attr_on_op(%x: tensor<8xf32>) -> tensor<8xf32> {
 // -----
 
 func.func @unknown_op_attr(%x: tensor<8xf32>) -> tensor<8xf32> {
-  // expected-error @below {{'math.exp' op unknown attribute 'tp.strategy'; ops carry only 'tp.operand_layouts' and 'tp.result_layouts'}}
+  // expected-error @below {{'math.exp' op unknown attribute 'tp.strategy'; ops carry only 'tp.operand_layouts', 'tp.result_layouts' and 'tp.captured_layouts'}}
   %y = math.exp %x {tp.strategy = "column"} : tensor<8xf32>
   return %y : tensor<8xf32>
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+func.func @captured_count(%t: tensor<16x8xf32>, %ids: tensor<4xindex>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  // expected-error @below {{'linalg.generic' op 'tp.captured_layouts' has 2 entries for 1 captured tensors}}
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<4xindex>) outs(%e : tensor<4x8xf32>)
+      attrs = {tp.captured_layouts = [#tp.layout<@m, ["tp", -]>, #tp.layout<@m, ["tp", -]>]} {
+  ^bb0(%row: index, %o: f32):
+    %col = linalg.index 1 : index
+    %v = tensor.extract %t[%row, %col] : tensor<16x8xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
 }

@@ -151,7 +151,8 @@ LogicalResult TPDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   bool operands = name == getOperandLayoutsAttrName();
-  if (!operands && name != getResultLayoutsAttrName()) {
+  bool captured = name == getCapturedLayoutsAttrName();
+  if (!operands && !captured && name != getResultLayoutsAttrName()) {
     // tp.* attributes of function arguments/results are verified there.
     if (name == getLayoutAttrName() || name == getParamAttrName() ||
         name == getGlobalShapeAttrName() || name == getInitAttrName())
@@ -160,19 +161,30 @@ LogicalResult TPDialect::verifyOperationAttribute(Operation *op,
              << "' belongs on function arguments and results, not on ops";
     return op->emitOpError() << "unknown attribute '" << name
                              << "'; ops carry only '"
-                             << getOperandLayoutsAttrName() << "' and '"
-                             << getResultLayoutsAttrName() << "'";
+                             << getOperandLayoutsAttrName() << "', '"
+                             << getResultLayoutsAttrName() << "' and '"
+                             << getCapturedLayoutsAttrName() << "'";
   }
   auto array = dyn_cast<ArrayAttr>(attr.getValue());
   if (!array)
     return op->emitOpError() << "'" << name << "' must be an array, got "
                              << attr.getValue();
-  TypeRange types = operands ? TypeRange(op->getOperandTypes())
-                             : TypeRange(op->getResultTypes());
+  SmallVector<Value> capturedValues;
+  SmallVector<Type> capturedTypes;
+  if (captured) {
+    capturedValues = getCapturedTensors(op);
+    for (Value v : capturedValues)
+      capturedTypes.push_back(v.getType());
+  }
+  TypeRange types = operands   ? TypeRange(op->getOperandTypes())
+                    : captured ? TypeRange(capturedTypes)
+                               : TypeRange(op->getResultTypes());
   if (array.size() != types.size())
     return op->emitOpError() << "'" << name << "' has " << array.size()
                              << " entries for " << types.size()
-                             << (operands ? " operands" : " results");
+                             << (operands   ? " operands"
+                                 : captured ? " captured tensors"
+                                            : " results");
   for (auto [index, entry, type] : llvm::enumerate(array, types)) {
     size_t i = index;
     if (isa<UnitAttr>(entry)) {

@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -72,6 +73,18 @@ SmallVector<int64_t> mlir::tp::getLocalShape(ArrayRef<int64_t> globalShape,
     local[d] = llvm::divideCeil(local[d], group);
   }
   return local;
+}
+
+SmallVector<Value> mlir::tp::getCapturedTensors(Operation *op) {
+  llvm::SetVector<Value> captured;
+  for (Region &region : op->getRegions())
+    region.walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (isa<RankedTensorType>(v.getType()) &&
+            !op->isAncestor(v.getParentRegion()->getParentOp()))
+          captured.insert(v);
+    });
+  return captured.takeVector();
 }
 
 bool mlir::tp::isEvenlyDivisible(ArrayRef<int64_t> globalShape,

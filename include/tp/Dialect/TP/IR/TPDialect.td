@@ -39,7 +39,8 @@ def TP_Dialect : Dialect {
     The planner (`--tp-propagate`) records its decision per op in two more:
     `tp.operand_layouts` and `tp.result_layouts`, arrays with one
     `#tp.layout` per operand and result (`unit` for non-tensors), on global
-    shapes. The dialect verifies them wherever they appear.
+    shapes, and `tp.captured_layouts` for tensors an op's body reads from
+    outside (a gathered embedding table). The dialect verifies them wherever they appear.
 
     See `docs/RationaleTP.md` for the design rationale.
   }];
@@ -70,6 +71,10 @@ def TP_Dialect : Dialect {
     }
     static constexpr ::llvm::StringLiteral getResultLayoutsAttrName() {
       return ::llvm::StringLiteral("tp.result_layouts");
+    }
+    /// Layouts of the tensors an op's regions capture (getCapturedTensors).
+    static constexpr ::llvm::StringLiteral getCapturedLayoutsAttrName() {
+      return ::llvm::StringLiteral("tp.captured_layouts");
     }
     /// Name of the attribute recording the global shape of a local value.
     static constexpr ::llvm::StringLiteral getGlobalShapeAttrName() {

@@ -41,6 +41,11 @@ LogicalResult verifyLayoutForType(LayoutAttr layout, Type type, Operation *from,
 SmallVector<int64_t> getLocalShape(ArrayRef<int64_t> globalShape,
                                    LayoutAttr layout, MeshOp mesh);
 
+/// The ranked tensors that `op`'s regions use but that are defined outside
+/// `op` (e.g. the table a linalg body gathers from), in first-use order.
+/// The planner records their layouts in `tp.captured_layouts`.
+SmallVector<Value> getCapturedTensors(Operation *op);
+
 /// True when every split dimension of `globalShape` divides evenly.
 bool isEvenlyDivisible(ArrayRef<int64_t> globalShape, LayoutAttr layout,
                        MeshOp mesh);
