@@ -15,4 +15,5 @@ void mlir::tp::registerTPDialects(DialectRegistry &registry) {
 
 void mlir::tp::registerTPPasses() {
   registerTPTransformsPasses();
+  registerShardPipeline();
 }

@@ -5,8 +5,13 @@
 
 #include "tp/Dialect/TP/IR/TPDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace mlir::tp {
 
@@ -15,6 +20,66 @@ namespace mlir::tp {
 
 #define GEN_PASS_REGISTRATION
 #include "tp/Dialect/TP/Transforms/Passes.h.inc"
+
+/// Options of the `tp-shard` pipeline: every `tp-propagate` option plus the
+/// collective optimiser's.
+struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
+  Option<int64_t> tp{*this, "tp", llvm::cl::desc("Devices on a 1-D mesh axis \"tp\""),
+                     llvm::cl::init(0)};
+  Option<std::string> mesh{*this, "mesh",
+                           llvm::cl::desc("The tp.mesh to plan for"),
+                           llvm::cl::init("")};
+  Option<std::string> device{*this, "device",
+                             llvm::cl::desc("Device profile"),
+                             llvm::cl::init("h100-nvlink")};
+  Option<double> linkBandwidth{*this, "link-bandwidth",
+                               llvm::cl::desc("Override: link bytes/s"),
+                               llvm::cl::init(0)};
+  Option<double> linkLatency{*this, "link-latency",
+                             llvm::cl::desc("Override: seconds per ring step"),
+                             llvm::cl::init(-1)};
+  Option<double> peakFlops{*this, "peak-flops",
+                           llvm::cl::desc("Override: 16-bit FLOP/s"),
+                           llvm::cl::init(0)};
+  Option<double> memoryBandwidth{*this, "memory-bandwidth",
+                                 llvm::cl::desc("Override: memory bytes/s"),
+                                 llvm::cl::init(0)};
+  Option<std::string> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("Per-device budget in bytes, or 'none'"),
+      llvm::cl::init("")};
+  Option<double> paramShare{
+      *this, "param-share",
+      llvm::cl::desc("Parameter bytes per device <= this x share"),
+      llvm::cl::init(1.1)};
+  Option<std::string> sequenceParallel{
+      *this, "sequence-parallel", llvm::cl::desc("auto, on or off"),
+      llvm::cl::init("auto")};
+  Option<bool> allowPadding{*this, "allow-padding",
+                            llvm::cl::desc("Allow padded splits"),
+                            llvm::cl::init(true)};
+  Option<bool> reshardParams{*this, "reshard-params",
+                             llvm::cl::desc("Allow collectives on parameters"),
+                             llvm::cl::init(false)};
+  Option<int64_t> largeConstantBytes{
+      *this, "large-constant-bytes",
+      llvm::cl::desc("Constants this large are planned like parameters"),
+      llvm::cl::init(1 << 20)};
+  Option<std::string> report{*this, "report",
+                             llvm::cl::desc("JSON plan report file"),
+                             llvm::cl::init("")};
+  Option<int64_t> mergeBytes{
+      *this, "merge-bytes",
+      llvm::cl::desc("Merge independent all-reduces up to this size"),
+      llvm::cl::init(1 << 20)};
+};
+
+/// propagate + partition + optimize-collectives + canonicalize + cse +
+/// verify-partitioned, on a module.
+void buildShardPipeline(OpPassManager &pm, const ShardPipelineOptions &options);
+
+/// Registers `tp-shard` with the global pipeline registry.
+void registerShardPipeline();
 
 } // namespace mlir::tp
 

@@ -84,4 +84,87 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
   ];
 }
 
+def PartitionPass : Pass<"tp-partition", "::mlir::ModuleOp"> {
+  let summary = "Rewrite a planned program into the program each device runs";
+  let description = [{
+    Takes the output of `--tp-propagate` (global shapes, a layout for every
+    value) and produces the SPMD program: every op on local shapes, and
+    `tp.*` collectives wherever a value's layout changes between its producer
+    and a consumer (replicated to split: `tp.slice`; split to whole:
+    `tp.all_gather`; partial to whole: `tp.all_reduce`; partial to split:
+    `tp.reduce_scatter`; one split dimension to another: `tp.all_to_all`), in
+    exactly the sequence the planner priced. Rank-dependent bodies are made
+    correct: `linalg.index` of a split loop is offset by
+    `tp.axis_index * local size`, lookups into a row-split table are masked,
+    reductions over padded splits skip the padding.
+
+    Function arguments and results take local types and keep their global
+    meaning in `tp.layout` and `tp.global_shape`, from which the runtime
+    slices global weights and inputs for each device.
+
+    ```mlir
+    // before (planned, tp=4)
+    %y = linalg.matmul {tp.operand_layouts = [#tp.layout<@tp, [-, "tp"]>, ...],
+                        tp.result_layouts = [#tp.layout<@tp, [-, -], partial = sum("tp")>]}
+        ins(%g, %w2 : tensor<4096x4096xbf16>, tensor<4096x1024xbf16>) ...
+    return {tp.operand_layouts = [#tp.layout<@tp, [-, -]>]} %y : tensor<4096x1024xbf16>
+    // after
+    %y = linalg.matmul ins(%g, %w2 : tensor<4096x1024xbf16>, tensor<1024x1024xbf16>) ...
+    %r = tp.all_reduce sum %y over @tp ["tp"] : tensor<4096x1024xbf16>
+    return %r : tensor<4096x1024xbf16>
+    ```
+
+    Precondition: every function was planned (its layouts name a `tp.mesh`).
+    docs/passes/partition.md shows every resharding case.
+  }];
+  let dependentDialects = [
+    "::mlir::tp::TPDialect", "::mlir::arith::ArithDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::linalg::LinalgDialect"
+  ];
+}
+
+def OptimizeCollectivesPass
+    : Pass<"tp-optimize-collectives", "::mlir::ModuleOp"> {
+  let summary = "Simplify and merge the collectives of a partitioned program";
+  let description = [{
+    Rewrites that never change numerics beyond the order of a reduction:
+
+    * `tp.slice(tp.all_reduce(x))` over the same axes, when the slice is the
+      only user: `tp.reduce_scatter(x)` (half the bytes);
+    * `tp.slice(tp.all_gather(x, d), d)` over the same axes: `x`;
+    * `tp.all_gather(tp.slice(x, d), d)` over the same axes: `x`;
+    * `tp.all_to_all(tp.all_to_all(x, s, c), c, s)` over the same axes: `x`;
+    * independent all-reduces of the same kind, axes and element type, each
+      at most `merge-bytes`, whose results are used only after the later one:
+      flattened, concatenated, reduced once and split again (one launch
+      instead of several; the cross-entropy's sums).
+
+    ```mlir
+    // before
+    %r = tp.all_reduce sum %x over @m ["tp"] : tensor<16x8xf32>
+    %s = tp.slice %r over @m ["tp"] dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+    // after
+    %s = tp.reduce_scatter sum %x over @m ["tp"] dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"mergeBytes", "merge-bytes", "int64_t", /*default=*/"1048576",
+           "Merge independent all-reduces of at most this many bytes each "
+           "(0: never merge)">
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def VerifyPartitionedPass : Pass<"tp-verify-partitioned", "::mlir::ModuleOp"> {
+  let summary = "Check the partitioned-program contract";
+  let description = [{
+    Fails unless the module is a partitioned program: no `tp.annotate` and no
+    planner attribute (`tp.operand_layouts`, `tp.result_layouts`,
+    `tp.captured_layouts`) is left; every tensor argument and result of a
+    function that uses a mesh carries `tp.layout` and `tp.global_shape`, and
+    its type is the local shape of that global shape under that layout. The
+    collectives' own verifiers check their shapes. `--tp-shard` ends with it.
+  }];
+}
+
 #endif // TP_DIALECT_TP_TRANSFORMS_PASSES_TD
