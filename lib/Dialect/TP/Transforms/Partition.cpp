@@ -78,6 +78,13 @@ private:
   LogicalResult fixLinalgBody(linalg::LinalgOp newOp, linalg::LinalgOp oldOp,
                               ArrayRef<LayoutAttr> operandLayouts,
                               ArrayRef<std::pair<Value, LayoutAttr>> captured);
+  SmallVector<int64_t> globalLoopRanges(linalg::LinalgOp op);
+  /// The type `value` has in the global program (arguments are retyped in
+  /// place, so theirs is remembered).
+  Type globalTypeOf(Value value) {
+    Type type = globalTypes.lookup(value);
+    return type ? type : value.getType();
+  }
   Value axisOffset(OpBuilder &builder, Location loc,
                    ArrayRef<StringAttr> axes, int64_t localSize);
   RankedTensorType localType(Type globalType, LayoutAttr layout);
@@ -89,6 +96,8 @@ private:
   IRMapping mapping;
   /// Local value -> its layout.
   DenseMap<Value, LayoutAttr> layoutOf;
+  /// Global types of the arguments (retyped in place).
+  DenseMap<Value, Type> globalTypes;
   /// (original value, layout) -> resharded local value.
   DenseMap<std::pair<Value, Attribute>, Value> reshards;
 };
@@ -110,7 +119,9 @@ FailureOr<Value> FunctionPartitioner::resolve(OpBuilder &builder, Location loc,
   auto key = std::make_pair(original, Attribute(want));
   if (Value cached = reshards.lookup(key))
     return cached;
-  auto type = cast<RankedTensorType>(original.getType());
+  // Arguments were retyped to their local shapes; their global types are
+  // remembered.
+  auto type = cast<RankedTensorType>(globalTypeOf(original));
   FailureOr<Value> resharded =
       emitReshard(builder, loc, local, have, want, type.getShape(), mesh);
   if (failed(resharded))
@@ -141,12 +152,30 @@ static LayoutAttr layoutAt(ArrayAttr layouts, unsigned i) {
   return dyn_cast<LayoutAttr>(layouts[i]);
 }
 
+/// The loop ranges of a linalg op of the global program, read off the global
+/// types of its operands (arguments were already retyped).
+SmallVector<int64_t>
+FunctionPartitioner::globalLoopRanges(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges(op.getNumLoops(), ShapedType::kDynamic);
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto tensor = dyn_cast<RankedTensorType>(globalTypeOf(operand.get()));
+    if (!tensor)
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (auto [j, expr] : llvm::enumerate(map.getResults()))
+      if (auto dim = dyn_cast<AffineDimExpr>(expr))
+        if (ShapedType::isDynamic(ranges[dim.getPosition()]))
+          ranges[dim.getPosition()] = tensor.getDimSize(j);
+  }
+  return ranges;
+}
+
 LogicalResult FunctionPartitioner::fixLinalgBody(
     linalg::LinalgOp newOp, linalg::LinalgOp oldOp,
     ArrayRef<LayoutAttr> operandLayouts,
     ArrayRef<std::pair<Value, LayoutAttr>> captured) {
   // Which loops are split, from the operand layouts and indexing maps.
-  SmallVector<int64_t> ranges = oldOp.getStaticLoopRanges();
+  SmallVector<int64_t> ranges = globalLoopRanges(oldOp);
   SmallVector<LoopSplit> loops(ranges.size());
   SmallVector<AffineMap> maps = oldOp.getIndexingMapsArray();
   for (OpOperand &operand : oldOp->getOpOperands()) {
@@ -354,7 +383,7 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
     LayoutAttr layout = layoutAt(resultLayouts, r);
     if (!layout || !isa<RankedTensorType>(result.getType()))
       continue;
-    result.setType(localType(op->getResult(r).getType(), layout));
+    result.setType(localType(globalTypeOf(op->getResult(r)), layout));
   }
 
   // Static sizes carried by attributes.
@@ -366,7 +395,7 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
     SmallVector<int64_t> sizes(slice.getStaticSizes());
     for (int64_t d = 0; d < source.getRank(); ++d)
       if (!ShapedType::isDynamic(sizes[d]) &&
-          sizes[d] == cast<RankedTensorType>(op->getOperand(0).getType())
+          sizes[d] == cast<RankedTensorType>(globalTypeOf(op->getOperand(0)))
                           .getDimSize(d))
         sizes[d] = source.getDimSize(d);
     slice.setStaticSizes(sizes);
@@ -375,7 +404,7 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
     SmallVector<int64_t> sizes(insert.getStaticSizes());
     for (int64_t d = 0; d < dest.getRank(); ++d)
       if (!ShapedType::isDynamic(sizes[d]) &&
-          sizes[d] == cast<RankedTensorType>(op->getOperand(1).getType())
+          sizes[d] == cast<RankedTensorType>(globalTypeOf(op->getOperand(1)))
                           .getDimSize(d))
         sizes[d] = dest.getDimSize(d);
     insert.setStaticSizes(sizes);
@@ -386,7 +415,7 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
     SmallVector<LayoutAttr> layouts(consumed);
     if (!isa<linalg::GenericOp>(clone)) {
       bool paddedReduction = false;
-      SmallVector<int64_t> ranges = oldLinalg.getStaticLoopRanges();
+      SmallVector<int64_t> ranges = globalLoopRanges(oldLinalg);
       SmallVector<utils::IteratorType> iters =
           oldLinalg.getIteratorTypesArray();
       for (OpOperand &operand : oldLinalg->getOpOperands()) {
@@ -450,6 +479,7 @@ LogicalResult FunctionPartitioner::run() {
     }
     func.setArgAttr(i, TPDialect::getGlobalShapeAttrName(),
                     DenseI64ArrayAttr::get(ctx, type.getShape()));
+    globalTypes[arg] = type;
     arg.setType(localType(type, layout));
     layoutOf[arg] = layout;
   }

@@ -43,12 +43,14 @@ Value mlir::tp::createIdentity(OpBuilder &builder, Location loc,
   return arith::ConstantOp::create(builder, loc, attr);
 }
 
-/// Pads dimension `dim` of `value` at its end to `size` with `padValue`.
+/// Pads dimension `dim` of `value` at its end to `size` with the identity
+/// of `kind` (zero for sum).
 static Value padDim(OpBuilder &builder, Location loc, Value value, int64_t dim,
-                    int64_t size, Value padValue) {
+                    int64_t size, ReductionKind kind = ReductionKind::Sum) {
   auto type = cast<RankedTensorType>(value.getType());
   if (type.getDimSize(dim) == size)
     return value;
+  Value padValue = createIdentity(builder, loc, kind, type.getElementType());
   SmallVector<int64_t> shape(type.getShape());
   SmallVector<OpFoldResult> low(type.getRank(), builder.getIndexAttr(0));
   SmallVector<OpFoldResult> high(type.getRank(), builder.getIndexAttr(0));
@@ -88,13 +90,9 @@ FailureOr<Value> mlir::tp::emitReshard(OpBuilder &builder, Location loc,
   Value value = local;
   for (const CollectiveStep &step : *steps) {
     auto type = cast<RankedTensorType>(value.getType());
-    Type element = type.getElementType();
     ArrayAttr axes = builder.getArrayAttr({step.axis});
     int64_t p = step.groupSize;
     SmallVector<int64_t> shape(type.getShape());
-    auto zero = [&]() {
-      return createIdentity(builder, loc, ReductionKind::Sum, element);
-    };
     switch (step.kind) {
     case CollectiveKind::AllReduce:
       value = AllReduceOp::create(
@@ -112,8 +110,7 @@ FailureOr<Value> mlir::tp::emitReshard(OpBuilder &builder, Location loc,
     }
     case CollectiveKind::ReduceScatter: {
       int64_t padded = llvm::divideCeil(shape[step.dim], p) * p;
-      value = padDim(builder, loc, value, step.dim, padded,
-                     createIdentity(builder, loc, step.reduction, element));
+      value = padDim(builder, loc, value, step.dim, padded, step.reduction);
       shape[step.dim] = padded / p;
       value = ReduceScatterOp::create(
           builder, loc, type.clone(shape), value,
@@ -123,7 +120,7 @@ FailureOr<Value> mlir::tp::emitReshard(OpBuilder &builder, Location loc,
     }
     case CollectiveKind::AllToAll: {
       int64_t padded = llvm::divideCeil(shape[step.dim], p) * p;
-      value = padDim(builder, loc, value, step.dim, padded, zero());
+      value = padDim(builder, loc, value, step.dim, padded);
       shape[step.dim] = padded / p;
       shape[step.concatDim] *= p;
       value = AllToAllOp::create(builder, loc, type.clone(shape), value,
@@ -135,7 +132,7 @@ FailureOr<Value> mlir::tp::emitReshard(OpBuilder &builder, Location loc,
     }
     case CollectiveKind::Slice: {
       int64_t padded = llvm::divideCeil(shape[step.dim], p) * p;
-      value = padDim(builder, loc, value, step.dim, padded, zero());
+      value = padDim(builder, loc, value, step.dim, padded);
       shape[step.dim] = padded / p;
       value = SliceOp::create(builder, loc, type.clone(shape), value, meshRef,
                               axes, builder.getI64IntegerAttr(step.dim));
