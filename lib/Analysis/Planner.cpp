@@ -520,6 +520,32 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
     return LayoutAttr::get(ctx, meshRef, dimAxes, partial, kind);
   };
 
+  // A factor that shares a tensor dimension with another (a reshape's
+  // merged dimension) cannot be padded: padding its blocks would not be
+  // padding the merged dimension's blocks.
+  auto inMergedDim = [&](int64_t f) {
+    auto check = [&](const TensorFactors &dims) {
+      for (const SmallVector<int64_t, 1> &fs : dims) {
+        if (!llvm::is_contained(fs, f))
+          continue;
+        for (int64_t g : fs)
+          if (g != f && rule.factors[g].size > 1)
+            return true;
+      }
+      return false;
+    };
+    for (const auto &m : rule.operands)
+      if (m && check(*m))
+        return true;
+    for (const auto &m : rule.results)
+      if (m && check(*m))
+        return true;
+    for (const auto &c : rule.captured)
+      if (check(c.second))
+        return true;
+    return false;
+  };
+
   // Enumerate: each axis on no factor (-1) or on one splittable factor.
   SmallVector<int64_t> choice(axes.size(), -1);
   std::function<void(size_t)> rec = [&](size_t a) {
@@ -562,7 +588,8 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
       if (rule.factors[f].size < factorGroup[f])
         return;
       if (rule.factors[f].size % factorGroup[f] != 0) {
-        if (!options.allowPadding || factorAxes[f].size() > 1)
+        if (!options.allowPadding || factorAxes[f].size() > 1 ||
+            inMergedDim(f))
           return;
         padded = true;
       }
