@@ -3,6 +3,7 @@
 #include "tp/InitTP.h"
 
 #include "tp/Analysis/ShardingRules.h"
+#include "tp/Conversion/Passes.h"
 #include "tp/Dialect/TP/IR/TPDialect.h"
 #include "tp/Dialect/TP/Transforms/Passes.h"
 
@@ -16,4 +17,6 @@ void mlir::tp::registerTPDialects(DialectRegistry &registry) {
 void mlir::tp::registerTPPasses() {
   registerTPTransformsPasses();
   registerShardPipeline();
+  registerTPConversionPasses();
+  registerLowerCPUPipeline();
 }

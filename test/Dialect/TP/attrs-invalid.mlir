@@ -214,7 +214,7 @@ func.func @init_negative_std(%x: tensor<8xf32> {tp.init = {kind = "normal", seed
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument 0: 'tp.init' has unknown kind 'xavier'; expected 'normal', 'uniform', 'zeros' or 'ones'}}
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' has unknown kind 'xavier'; expected 'normal', 'uniform', 'zeros', 'ones' or 'integers'}}
 func.func @init_unknown_kind(%x: tensor<8xf32> {tp.init = {kind = "xavier"}}) {
   return
 }
@@ -297,4 +297,18 @@ func.func @captured_count(%t: tensor<16x8xf32>, %ids: tensor<4xindex>) -> tensor
     linalg.yield %v : f32
   } -> tensor<4x8xf32>
   return %g : tensor<4x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' of kind 'integers' needs 'high' >= 1}}
+func.func @init_integers_high(%x: tensor<8xi64> {tp.init = {kind = "integers", seed = 3 : i64, high = 0 : i64}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' of kind 'integers' needs an integer 'high'}}
+func.func @init_integers_no_high(%x: tensor<8xi64> {tp.init = {kind = "integers", seed = 3 : i64}}) {
+  return
 }

@@ -25,11 +25,13 @@ func.func @arg_and_result_attrs(
 // CHECK-SAME: tp.init = {kind = "uniform", scale = 5.000000e-01 : f64, seed = 8 : i64}
 // CHECK-SAME: tp.init = {kind = "zeros"}
 // CHECK-SAME: tp.init = {kind = "ones"}
+// CHECK-SAME: tp.init = {high = 50257 : i64, kind = "integers", seed = 9 : i64}
 func.func @init_descriptors(
     %a: tensor<4x4xf32> {tp.param, tp.init = {kind = "normal", seed = 7 : i64, std = 0.02 : f64}},
     %b: tensor<4xf32> {tp.param, tp.init = {kind = "uniform", seed = 8 : i64, scale = 0.5 : f64}},
     %c: tensor<4xf32> {tp.param, tp.init = {kind = "zeros"}},
-    %d: tensor<4xf32> {tp.param, tp.init = {kind = "ones"}}) {
+    %d: tensor<4xf32> {tp.param, tp.init = {kind = "ones"}},
+    %e: tensor<4xi64> {tp.init = {kind = "integers", seed = 9 : i64, high = 50257 : i64}}) {
   return
 }
 

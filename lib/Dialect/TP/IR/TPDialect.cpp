@@ -62,8 +62,16 @@ verifyInitAttribute(Attribute value, Type type,
     return failure(failed(needInt("seed")) || failed(needFloat("scale")));
   if (k == "zeros" || k == "ones")
     return success();
+  if (k == "integers") {
+    if (failed(needInt("seed")) || failed(needInt("high")))
+      return failure();
+    if (dict.getAs<IntegerAttr>("high").getInt() < 1)
+      return emitError() << "'tp.init' of kind 'integers' needs 'high' >= 1";
+    return success();
+  }
   return emitError() << "'tp.init' has unknown kind '" << k
-                     << "'; expected 'normal', 'uniform', 'zeros' or 'ones'";
+                     << "'; expected 'normal', 'uniform', 'zeros', 'ones' or "
+                        "'integers'";
 }
 
 /// Verifies one `tp.*` attribute attached to a value of type `type` (an

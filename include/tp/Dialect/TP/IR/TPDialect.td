@@ -35,7 +35,8 @@ def TP_Dialect : Dialect {
     `tp.init` (how to materialise a parameter's global value
     deterministically: `{kind = "normal", seed = 7 : i64, std = 0.02 : f64}`,
     kinds `normal` (needs `seed`, `std`), `uniform` (needs `seed`, `scale`:
-    values in [-scale, scale)), `zeros`, `ones`; see `docs/models.md`).
+    values in [-scale, scale)), `zeros`, `ones`, `integers` (needs `seed`,
+    `high`: integers in [0, high), for token ids); see `docs/models.md`).
     The planner (`--tp-propagate`) records its decision per op in two more:
     `tp.operand_layouts` and `tp.result_layouts`, arrays with one
     `#tp.layout` per operand and result (`unit` for non-tensors), on global

@@ -1,0 +1,35 @@
+//===- RuntimeSymbols.h - the runtime functions compiled code calls -*- C++ -*-//
+//
+// The one place of the compiler that names libtprt symbols (their C
+// declarations are in runtime/include/tprt/tprt_model.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TP_CONVERSION_RUNTIMESYMBOLS_H
+#define TP_CONVERSION_RUNTIMESYMBOLS_H
+
+#include "mlir/IR/Types.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::tp::runtime {
+
+/// `tprt_mlir_axis_index(i64 axes_mask) -> i64`.
+inline constexpr llvm::StringLiteral kAxisIndex = "tprt_mlir_axis_index";
+
+/// The suffix of the per-element-type entry points (`f32`, `bf16`, ...), or
+/// nullopt for element types the runtime cannot communicate.
+std::optional<std::string> getElementSuffix(Type elementType);
+
+/// `tprt_mlir_<collective>_<suffix>`, e.g. `tprt_mlir_all_reduce_bf16`.
+std::string getCollectiveSymbol(llvm::StringRef collective,
+                                llvm::StringRef suffix);
+
+/// The entry point a compiled model exports (docs/model-abi.md).
+inline constexpr llvm::StringLiteral kModelEntry = "tp_model_run";
+
+} // namespace mlir::tp::runtime
+
+#endif // TP_CONVERSION_RUNTIMESYMBOLS_H

@@ -1,0 +1,245 @@
+//===- TPToRuntime.cpp - tp collectives to tprt calls -----------*- C++ -*-===//
+//
+// Each collective of a partitioned program becomes, on tensors, a copy of
+// its input into a fresh buffer, a buffer for its result, and a call of the
+// runtime entry point for its element type; one-shot bufferization then
+// handles the rest of the program. tp.axis_index becomes a call returning
+// the group index. The callee declarations are added once per module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tp/Conversion/Passes.h"
+#include "tp/Conversion/RuntimeSymbols.h"
+
+#include "tp/Dialect/TP/IR/TPOps.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::tp {
+#define GEN_PASS_DEF_CONVERTTPTORUNTIMEPASS
+#include "tp/Conversion/Passes.h.inc"
+} // namespace mlir::tp
+
+using namespace mlir;
+using namespace mlir::tp;
+
+std::optional<std::string> runtime::getElementSuffix(Type type) {
+  if (type.isF32())
+    return std::string("f32");
+  if (type.isF16())
+    return std::string("f16");
+  if (type.isBF16())
+    return std::string("bf16");
+  if (type.isF64())
+    return std::string("f64");
+  if (type.isInteger(64))
+    return std::string("i64");
+  if (type.isInteger(32))
+    return std::string("i32");
+  return std::nullopt;
+}
+
+std::string runtime::getCollectiveSymbol(StringRef collective,
+                                         StringRef suffix) {
+  return ("tprt_mlir_" + collective + "_" + suffix).str();
+}
+
+namespace {
+
+class Lowering {
+public:
+  explicit Lowering(ModuleOp module) : module(module) {}
+
+  LogicalResult run();
+
+private:
+  /// The callee `name` with the given argument types, declared on first use.
+  func::FuncOp getCallee(StringRef name, TypeRange inputs, TypeRange results);
+  FailureOr<int64_t> axesMask(Operation *op, FlatSymbolRefAttr meshRef,
+                              ArrayAttr axes);
+  LogicalResult lowerCollective(Operation *op, StringRef name,
+                                ArrayRef<int64_t> scalars,
+                                ArrayRef<bool> scalarIs32);
+
+  ModuleOp module;
+};
+
+} // namespace
+
+func::FuncOp Lowering::getCallee(StringRef name, TypeRange inputs,
+                                 TypeRange results) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  auto fn = func::FuncOp::create(builder, module.getLoc(), name,
+                                 builder.getFunctionType(inputs, results));
+  fn.setPrivate();
+  return fn;
+}
+
+FailureOr<int64_t> Lowering::axesMask(Operation *op, FlatSymbolRefAttr meshRef,
+                                      ArrayAttr axes) {
+  MeshOp mesh = lookupMesh(op, meshRef);
+  if (!mesh)
+    return op->emitOpError() << "refers to no tp.mesh";
+  int64_t mask = 0;
+  for (Attribute a : axes) {
+    std::optional<int64_t> index =
+        mesh.getAxisIndex(cast<StringAttr>(a).getValue());
+    if (!index || *index >= 63)
+      return op->emitOpError() << "has an axis the runtime cannot address";
+    mask |= int64_t(1) << *index;
+  }
+  return mask;
+}
+
+LogicalResult Lowering::lowerCollective(Operation *op, StringRef name,
+                                        ArrayRef<int64_t> scalars,
+                                        ArrayRef<bool> scalarIs32) {
+  OpBuilder builder(op);
+  Location loc = op->getLoc();
+  Value input = op->getOperand(0);
+  auto inType = cast<RankedTensorType>(input.getType());
+  auto outType = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!inType.hasStaticShape() || !outType.hasStaticShape())
+    return op->emitOpError() << "needs static shapes to be lowered";
+  std::optional<std::string> suffix =
+      runtime::getElementSuffix(inType.getElementType());
+  if (!suffix)
+    return op->emitOpError() << "has element type " << inType.getElementType()
+                             << ", which the runtime cannot communicate";
+
+  // A fresh, contiguous copy of the input, and a buffer for the result.
+  Value copy = bufferization::AllocTensorOp::create(
+      builder, loc, inType, ValueRange(), /*copy=*/input, /*sizeHint=*/Value(),
+      /*memorySpace=*/Attribute());
+  auto inMemref = MemRefType::get(inType.getShape(), inType.getElementType());
+  auto outMemref =
+      MemRefType::get(outType.getShape(), outType.getElementType());
+  Value inBuffer = bufferization::ToBufferOp::create(builder, loc, inMemref,
+                                                     copy, /*readOnly=*/true);
+  Value outBuffer = memref::AllocOp::create(builder, loc, outMemref);
+  auto unranked = UnrankedMemRefType::get(inType.getElementType(), nullptr);
+  Value inArg = memref::CastOp::create(builder, loc, unranked, inBuffer);
+  Value outArg = memref::CastOp::create(builder, loc, unranked, outBuffer);
+
+  SmallVector<Value> args;
+  SmallVector<Type> argTypes;
+  for (auto [value, is32] : llvm::zip(scalars, scalarIs32)) {
+    Type type = is32 ? builder.getI32Type() : builder.getI64Type();
+    args.push_back(arith::ConstantOp::create(
+        builder, loc, builder.getIntegerAttr(type, value)));
+    argTypes.push_back(type);
+  }
+  args.append({inArg, outArg});
+  argTypes.append({unranked, unranked});
+  func::FuncOp callee = getCallee(
+      runtime::getCollectiveSymbol(name, *suffix), argTypes, TypeRange());
+  func::CallOp::create(builder, loc, callee, args);
+  Value result = bufferization::ToTensorOp::create(
+      builder, loc, outType, outBuffer, /*restrict=*/true, /*writable=*/true);
+  op->getResult(0).replaceAllUsesWith(result);
+  op->erase();
+  return success();
+}
+
+LogicalResult Lowering::run() {
+  SmallVector<Operation *> ops;
+  module.walk([&](Operation *op) {
+    if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, SliceOp,
+            AxisIndexOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    LogicalResult result = success();
+    if (auto ar = dyn_cast<AllReduceOp>(op)) {
+      FailureOr<int64_t> mask = axesMask(op, ar.getMeshAttr(), ar.getAxes());
+      if (failed(mask))
+        return failure();
+      result = lowerCollective(op, "all_reduce",
+                               {int64_t(ar.getKind()), *mask}, {true, false});
+    } else if (auto ag = dyn_cast<AllGatherOp>(op)) {
+      FailureOr<int64_t> mask = axesMask(op, ag.getMeshAttr(), ag.getAxes());
+      if (failed(mask))
+        return failure();
+      result = lowerCollective(op, "all_gather", {int64_t(ag.getDim()), *mask},
+                               {false, false});
+    } else if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
+      FailureOr<int64_t> mask = axesMask(op, rs.getMeshAttr(), rs.getAxes());
+      if (failed(mask))
+        return failure();
+      result = lowerCollective(
+          op, "reduce_scatter",
+          {int64_t(rs.getKind()), int64_t(rs.getDim()), *mask},
+          {true, false, false});
+    } else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+      FailureOr<int64_t> mask = axesMask(op, a2a.getMeshAttr(), a2a.getAxes());
+      if (failed(mask))
+        return failure();
+      result = lowerCollective(op, "all_to_all",
+                               {int64_t(a2a.getSplitDim()),
+                                int64_t(a2a.getConcatDim()), *mask},
+                               {false, false, false});
+    } else if (auto slice = dyn_cast<SliceOp>(op)) {
+      FailureOr<int64_t> mask =
+          axesMask(op, slice.getMeshAttr(), slice.getAxes());
+      if (failed(mask))
+        return failure();
+      result = lowerCollective(op, "slice", {int64_t(slice.getDim()), *mask},
+                               {false, false});
+    } else if (auto index = dyn_cast<AxisIndexOp>(op)) {
+      FailureOr<int64_t> mask =
+          axesMask(op, index.getMeshAttr(), index.getAxes());
+      if (failed(mask))
+        return failure();
+      OpBuilder builder(op);
+      Location loc = op->getLoc();
+      func::FuncOp callee =
+          getCallee(runtime::kAxisIndex, {builder.getI64Type()},
+                    {builder.getI64Type()});
+      Value maskValue = arith::ConstantOp::create(
+          builder, loc, builder.getI64IntegerAttr(*mask));
+      Value called =
+          func::CallOp::create(builder, loc, callee, ValueRange{maskValue})
+              .getResult(0);
+      Value asIndex = arith::IndexCastOp::create(
+          builder, loc, builder.getIndexType(), called);
+      index.getResult().replaceAllUsesWith(asIndex);
+      op->erase();
+    }
+    if (failed(result))
+      return failure();
+  }
+  // Layouts and meshes have no meaning below this point (tp-run records the
+  // function boundary before lowering).
+  for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
+    auto strip = [](DictionaryAttr attrs) {
+      SmallVector<NamedAttribute> kept;
+      if (attrs)
+        for (NamedAttribute a : attrs)
+          if (!a.getName().getValue().starts_with("tp."))
+            kept.push_back(a);
+      return kept;
+    };
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      fn.setArgAttrs(i, strip(fn.getArgAttrDict(i)));
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      fn.setResultAttrs(i, strip(fn.getResultAttrDict(i)));
+  }
+  for (MeshOp mesh : llvm::make_early_inc_range(module.getOps<MeshOp>()))
+    mesh.erase();
+  return success();
+}
+
+namespace {
+struct ConvertTPToRuntimePass
+    : public tp::impl::ConvertTPToRuntimePassBase<ConvertTPToRuntimePass> {
+  void runOnOperation() override {
+    if (failed(Lowering(getOperation()).run()))
+      signalPassFailure();
+  }
+};
+} // namespace
