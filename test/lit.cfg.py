@@ -40,6 +40,7 @@ tools = [
     "tp-opt",
     "tp-gen",
     ToolSubst("mlir-opt", unresolved="fatal"),
+    ToolSubst("mlir-translate", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
