@@ -54,5 +54,9 @@ endif()
 tp_resolve_option(TP_ENABLE_MPI TP_HAVE_MPI "${_tp_mpi_found}"
                   "no MPI found (run scripts/setup.sh)")
 if(TP_HAVE_MPI)
-  find_program(TP_MPIEXEC NAMES mpirun mpiexec HINTS ${MPI_HOME}/bin)
+  # The launcher FindMPI paired with the library (/usr/bin/mpiexec on Debian).
+  # Not find_program(... HINTS ${MPI_HOME}/bin): with MPI_HOME unset that hint
+  # is /bin, and Open MPI started as /bin/mpirun takes "/" for its --prefix
+  # and refuses to start.
+  set(TP_MPIEXEC "${MPIEXEC_EXECUTABLE}")
 endif()

@@ -39,6 +39,7 @@ tool_dirs = [config.tp_tools_dir, config.llvm_tools_dir]
 tools = [
     "tp-opt",
     "tp-gen",
+    "tp-run",
     ToolSubst("mlir-opt", unresolved="fatal"),
     ToolSubst("mlir-translate", unresolved="fatal"),
 ]

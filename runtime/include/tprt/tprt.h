@@ -1,0 +1,256 @@
+/* tprt.h - the C ABI of libtprt, the runtime of tensor-parallel programs.
+ *
+ * Compiled tp-opt programs call these functions for their collectives and
+ * matrix products. The header is plain C99; every symbol starts with tprt_ or
+ * TPRT_. Handles are opaque. Every function returns a tprt_status and writes
+ * its results through the pointer arguments that come last; on failure the
+ * outputs are left untouched and tprt_last_error() says what went wrong.
+ *
+ * Tensors are contiguous row-major buffers described by a rank and an int64_t
+ * shape (the shape may be NULL when the rank is 0). Collectives run over a
+ * group of ranks; every member of the group must make the same call (same
+ * kind, dtype, reduction, shape and dimensions) in the same order. See
+ * docs/runtime.md for the numbering of meshes and groups, ownership rules and
+ * the mismatch check.
+ */
+#ifndef TPRT_TPRT_H
+#define TPRT_TPRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exports a declaration from libtprt.so, which is built with hidden
+ * visibility; empty for users of the header. */
+#if defined(TPRT_BUILDING_LIBRARY)
+#define TPRT_API __attribute__((visibility("default")))
+#else
+#define TPRT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Incremented whenever a declaration below changes incompatibly. */
+#define TPRT_ABI_VERSION 1
+
+/* The largest tensor rank a collective accepts. */
+#define TPRT_MAX_RANK 16
+
+typedef enum tprt_status {
+  TPRT_OK = 0,
+  TPRT_ERROR_INVALID_ARGUMENT = 1, /* a null pointer, a bad dimension, ... */
+  TPRT_ERROR_BACKEND = 2,          /* the communication library failed */
+  TPRT_ERROR_UNAVAILABLE = 3,      /* backend not built into this library */
+  TPRT_ERROR_MISMATCH = 4,         /* group members made different calls */
+  TPRT_ERROR_OUT_OF_MEMORY = 5,
+  TPRT_ERROR_TIMEOUT = 6, /* reserved for backends with watchdogs */
+  TPRT_ERROR_INTERNAL = 7 /* a bug in libtprt */
+} tprt_status;
+
+typedef enum tprt_dtype {
+  TPRT_F32 = 0,
+  TPRT_F16 = 1,
+  TPRT_BF16 = 2,
+  TPRT_F64 = 3,
+  TPRT_I32 = 4,
+  TPRT_I64 = 5
+} tprt_dtype;
+
+typedef enum tprt_reduction {
+  TPRT_SUM = 0,
+  TPRT_MAX = 1,
+  TPRT_MIN = 2
+} tprt_reduction;
+
+/* Kinds of collectives, the indices of the per-kind arrays of tprt_stats. */
+typedef enum tprt_collective {
+  TPRT_ALL_REDUCE = 0,
+  TPRT_ALL_GATHER = 1,
+  TPRT_REDUCE_SCATTER = 2,
+  TPRT_ALL_TO_ALL = 3,
+  TPRT_NUM_COLLECTIVES = 4
+} tprt_collective;
+
+/* Counters of one context, updated by every successful call. */
+typedef struct tprt_stats {
+  /* Collectives completed, per tprt_collective. */
+  uint64_t calls[TPRT_NUM_COLLECTIVES];
+  /* Data size, the "size" of nccl-tests: the buffer of all_reduce, the
+   * output of all_gather, the input of reduce_scatter and all_to_all. */
+  uint64_t bytes[TPRT_NUM_COLLECTIVES];
+  /* Bytes this rank sends with a bandwidth-optimal (ring) algorithm:
+   * bytes x 2(n-1)/n for all_reduce, bytes x (n-1)/n for the others, n the
+   * group size. bytes_sent / seconds is the bus bandwidth of nccl-tests. */
+  uint64_t bytes_sent[TPRT_NUM_COLLECTIVES];
+  /* Wall time spent inside the collective calls, mismatch check included. */
+  double seconds[TPRT_NUM_COLLECTIVES];
+  /* Mismatch checks (one small allgather each) and the time they took. */
+  uint64_t checks;
+  double check_seconds;
+  /* tprt_gemm calls, their floating-point operations (2mnk) and time. */
+  uint64_t gemm_calls;
+  double gemm_flops;
+  double gemm_seconds;
+} tprt_stats;
+
+typedef struct tprt_context tprt_context;
+typedef struct tprt_group tprt_group;
+
+/* The message of the most recent failed call on this thread ("" if none).
+ * Valid until the next failing call on the same thread. Never NULL. */
+TPRT_API const char *tprt_last_error(void);
+
+/* The name of a status code, e.g. "TPRT_ERROR_MISMATCH". Never NULL. */
+TPRT_API const char *tprt_status_name(tprt_status status);
+
+/*---------------------------------------------------------------------------
+ * Contexts
+ *---------------------------------------------------------------------------*/
+
+/* Creates a context on a backend: "mpi" (one rank per process, started by
+ * mpirun, or alone as a singleton), "single" (one rank, in process, for
+ * tests) or "nccl" (one rank per GPU; TPRT_ERROR_UNAVAILABLE in this build).
+ * A NULL or empty backend reads the environment variable TPRT_BACKEND.
+ * The mpi backend initialises MPI unless the program already did, and
+ * finalises it with the last context it initialised it for. */
+TPRT_API tprt_status tprt_init(const char *backend, tprt_context **out);
+
+/* Destroys the context and every group created on it. NULL is accepted. */
+TPRT_API tprt_status tprt_finalize(tprt_context *ctx);
+
+TPRT_API tprt_status tprt_rank(tprt_context *ctx, int *out);
+TPRT_API tprt_status tprt_size(tprt_context *ctx, int *out);
+
+/* The name of the context's backend ("mpi", "single"). */
+TPRT_API tprt_status tprt_backend_name(tprt_context *ctx, const char **out);
+
+/*---------------------------------------------------------------------------
+ * Groups
+ *
+ * A group is an ordered list of ranks; a rank's position in it is its group
+ * index, and collectives concatenate and split in group-index order.
+ * Creating a group is collective over its members only. Groups are cached by
+ * their rank list: creating the same group again returns the same handle,
+ * cheaply. Each create must be matched by one tprt_group_destroy; the
+ * context keeps the underlying communicator until tprt_finalize.
+ *---------------------------------------------------------------------------*/
+
+/* The group of all ranks, in rank order. Owned by the context: do not
+ * destroy it. */
+TPRT_API tprt_status tprt_group_world(tprt_context *ctx, tprt_group **out);
+
+/* The group of the given world ranks, in the given order. The calling rank
+ * must be one of them; no rank may appear twice. */
+TPRT_API tprt_status tprt_group_create(tprt_context *ctx,
+                                       int num_ranks_in_group, const int *ranks,
+                                       tprt_group **out);
+
+/* The group of the devices that differ from the calling one only in the
+ * given axes of a mesh of mesh_rank dimensions. Devices are numbered
+ * row-major over mesh_shape (last axis fastest), whose product must be the
+ * context size. The group index is linearised over the listed axes, the
+ * first listed axis most significant. Example: mesh [dp=2, tp=4], axes {1}:
+ * rank 5 = (1, 1) is in group {4, 5, 6, 7} at index 1; axes {0}: in group
+ * {1, 5} at index 1. No axes gives the group of the calling rank alone. */
+TPRT_API tprt_status tprt_group_for_axes(tprt_context *ctx, int mesh_rank,
+                                         const int64_t *mesh_shape,
+                                         int num_axes, const int *axes,
+                                         tprt_group **out);
+
+TPRT_API tprt_status tprt_group_rank(tprt_group *group, int *out);
+TPRT_API tprt_status tprt_group_size(tprt_group *group, int *out);
+
+/* Releases one reference to a group from tprt_group_create or
+ * tprt_group_for_axes. NULL and the world group are accepted (no-ops). */
+TPRT_API tprt_status tprt_group_destroy(tprt_group *group);
+
+/*---------------------------------------------------------------------------
+ * Collectives
+ *
+ * `stream` is the CUDA stream of GPU backends and is ignored by the CPU
+ * backends, which complete the operation before returning. `in` and `out`
+ * must not overlap, except that all_reduce accepts in == out.
+ *---------------------------------------------------------------------------*/
+
+/* out = op over the group of every member's in; same shape in and out.
+ * f16 and bf16 are reduced in f32 and rounded once to nearest-even. */
+TPRT_API tprt_status tprt_all_reduce(tprt_context *ctx, tprt_group *group,
+                                     tprt_dtype dtype, tprt_reduction op,
+                                     const void *in, void *out, int rank,
+                                     const int64_t *shape, void *stream);
+
+/* out = the members' inputs concatenated along `dim` in group order; out's
+ * dimension `dim` is in_shape[dim] x group size. */
+TPRT_API tprt_status tprt_all_gather(tprt_context *ctx, tprt_group *group,
+                                     tprt_dtype dtype, const void *in,
+                                     void *out, int rank,
+                                     const int64_t *in_shape, int dim,
+                                     void *stream);
+
+/* The reduction of the members' inputs, split along `dim` into group-size
+ * blocks; block i goes to group index i. in_shape[dim] must be divisible by
+ * the group size; out's dimension `dim` is in_shape[dim] / group size. */
+TPRT_API tprt_status tprt_reduce_scatter(tprt_context *ctx, tprt_group *group,
+                                         tprt_dtype dtype, tprt_reduction op,
+                                         const void *in, void *out, int rank,
+                                         const int64_t *in_shape, int dim,
+                                         void *stream);
+
+/* Splits in along split_dim into group-size pieces, sends piece j to group
+ * index j, and concatenates the received pieces along concat_dim in sender
+ * order. out's shape is in_shape with split_dim divided by the group size,
+ * then concat_dim multiplied by it. */
+TPRT_API tprt_status tprt_all_to_all(tprt_context *ctx, tprt_group *group,
+                                     tprt_dtype dtype, const void *in,
+                                     void *out, int rank,
+                                     const int64_t *in_shape, int split_dim,
+                                     int concat_dim, void *stream);
+
+/* Returns once every member of the group has called it. */
+TPRT_API tprt_status tprt_barrier(tprt_context *ctx, tprt_group *group);
+
+/*---------------------------------------------------------------------------
+ * Matrix product
+ *---------------------------------------------------------------------------*/
+
+/* Row-major C = alpha * op(A) * op(B) + beta * C, with op(A) m x k, op(B)
+ * k x n and C m x n; op(X) is X transposed when trans_x is non-zero. lda,
+ * ldb and ldc are the row strides in elements of A, B and C as stored. C is
+ * not read when beta is 0. f32 and f64 use CBLAS; f16 and bf16 are computed
+ * in f32 and rounded to nearest-even. Integer dtypes are not supported. */
+TPRT_API tprt_status tprt_gemm(tprt_context *ctx, tprt_dtype dtype, int trans_a,
+                               int trans_b, int64_t m, int64_t n, int64_t k,
+                               float alpha, const void *a, int64_t lda,
+                               const void *b, int64_t ldb, float beta, void *c,
+                               int64_t ldc, void *stream);
+
+/*---------------------------------------------------------------------------
+ * Timers and counters
+ *---------------------------------------------------------------------------*/
+
+/* Starts (or restarts) the context's wall-clock timer. */
+TPRT_API tprt_status tprt_timer_start(tprt_context *ctx);
+
+/* Seconds since the last tprt_timer_start (or since tprt_init). */
+TPRT_API tprt_status tprt_timer_elapsed(tprt_context *ctx, double *out);
+
+TPRT_API tprt_status tprt_stats_get(tprt_context *ctx, tprt_stats *out);
+TPRT_API tprt_status tprt_stats_reset(tprt_context *ctx);
+
+/*---------------------------------------------------------------------------
+ * Memory
+ *---------------------------------------------------------------------------*/
+
+/* Memory for collective buffers: host memory on the CPU backends (64-byte
+ * aligned), device memory on GPU backends. Zero bytes gives NULL. */
+TPRT_API tprt_status tprt_alloc(tprt_context *ctx, size_t bytes, void **out);
+
+/* Frees memory from tprt_alloc. NULL is accepted. */
+TPRT_API tprt_status tprt_free(tprt_context *ctx, void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TPRT_TPRT_H */

@@ -1,0 +1,73 @@
+/*===- tprt_model.h - the runtime side of compiled models -------*- C -*-===*
+ *
+ * Compiled models (tp-opt --tp-lower-cpu) call these functions; a runner
+ * binds the runtime to the model's mesh once with tprt_model_bind. Plain C.
+ *
+ * Tensors arrive as MLIR unranked memrefs lowered with the default calling
+ * convention: a rank and a pointer to the ranked descriptor
+ * { T *allocated, *aligned; int64_t offset, sizes[rank], strides[rank]; }.
+ * Buffers must be contiguous (identity strides). Mesh axes are given as a
+ * bit mask over the bound mesh's axes (bit i = axis i); a group over several
+ * axes is linearised major-first in axis order.
+ *
+ * Any failure is fatal: the function prints
+ *   tprt: <op> failed on rank R: <message>
+ * and exits the process with status 1 (mpirun then ends every rank), since a
+ * compiled step cannot continue with a wrong or missing value.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TPRT_TPRT_MODEL_H
+#define TPRT_TPRT_MODEL_H
+
+#include "tprt/tprt.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Binds the model entry points to `ctx` and a mesh of `mesh_rank` axes whose
+ * sizes multiply to the context size (this device's mesh coordinates follow
+ * from its rank, row-major). Call once before running a model; binding again
+ * replaces the previous binding. */
+TPRT_API tprt_status tprt_model_bind(tprt_context *ctx, int mesh_rank,
+                                     const int64_t *mesh_shape);
+
+/* This device's index in the group of the axes in `axes_mask`. */
+TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
+
+/* Collectives on unranked memrefs, one entry point per element type
+ * (f32, f16, bf16, f64, i64, i32). `kind`: 0 sum, 1 max, 2 min (the
+ * tp dialect's ReductionKind). */
+#define TPRT_MODEL_COLLECTIVES(SUFFIX)                                         \
+  TPRT_API void tprt_mlir_all_reduce_##SUFFIX(                                \
+      int32_t kind, int64_t axes_mask, int64_t in_rank, void *in_desc,         \
+      int64_t out_rank, void *out_desc);                                       \
+  TPRT_API void tprt_mlir_all_gather_##SUFFIX(                                \
+      int64_t dim, int64_t axes_mask, int64_t in_rank, void *in_desc,          \
+      int64_t out_rank, void *out_desc);                                       \
+  TPRT_API void tprt_mlir_reduce_scatter_##SUFFIX(                            \
+      int32_t kind, int64_t dim, int64_t axes_mask, int64_t in_rank,           \
+      void *in_desc, int64_t out_rank, void *out_desc);                        \
+  TPRT_API void tprt_mlir_all_to_all_##SUFFIX(                                \
+      int64_t split_dim, int64_t concat_dim, int64_t axes_mask,                \
+      int64_t in_rank, void *in_desc, int64_t out_rank, void *out_desc);       \
+  TPRT_API void tprt_mlir_slice_##SUFFIX(                                     \
+      int64_t dim, int64_t axes_mask, int64_t in_rank, void *in_desc,          \
+      int64_t out_rank, void *out_desc);
+
+TPRT_MODEL_COLLECTIVES(f32)
+TPRT_MODEL_COLLECTIVES(f16)
+TPRT_MODEL_COLLECTIVES(bf16)
+TPRT_MODEL_COLLECTIVES(f64)
+TPRT_MODEL_COLLECTIVES(i64)
+TPRT_MODEL_COLLECTIVES(i32)
+
+#undef TPRT_MODEL_COLLECTIVES
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TPRT_TPRT_MODEL_H */

@@ -1,0 +1,52 @@
+//===- Error.h - Thread-local error state of libtprt ------------*- C++ -*-===//
+//
+// Every C entry point opens an ApiScope naming itself; fail() formats a
+// message, prefixes it with that name ("tprt_all_gather: ...") and stores it
+// as the thread's last error. guard() keeps C++ exceptions from crossing the
+// C boundary.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TPRT_COMMON_ERROR_H
+#define TPRT_COMMON_ERROR_H
+
+#include "tprt/tprt.h"
+
+#include <exception>
+#include <new>
+
+namespace tprt {
+
+/// Names the C entry point running on this thread for the messages of fail().
+class ApiScope {
+public:
+  explicit ApiScope(const char *name);
+  ~ApiScope();
+  ApiScope(const ApiScope &) = delete;
+  ApiScope &operator=(const ApiScope &) = delete;
+
+private:
+  const char *previous;
+};
+
+/// Sets the thread's last error to "<entry point>: <formatted message>" and
+/// returns `code`.
+tprt_status fail(tprt_status code, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/// Runs `body` and turns escaping exceptions into status codes.
+template <typename Body> tprt_status guard(Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return fail(TPRT_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return fail(TPRT_ERROR_INTERNAL, "internal error: %s", e.what());
+  } catch (...) {
+    return fail(TPRT_ERROR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+} // namespace tprt
+
+#endif // TPRT_COMMON_ERROR_H

@@ -1,0 +1,132 @@
+//===- HostGemm.cpp - Matrix products on the host -------------------------===//
+//
+// f32 and f64 go straight to cblas_sgemm / cblas_dgemm (row-major). f16 and
+// bf16 operands are widened into dense f32 copies, multiplied by
+// cblas_sgemm (so products accumulate in f32), and C is rounded back to
+// nearest-even. Without CBLAS at build time a plain triple loop stands in.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostGemm.h"
+
+#include "DType.h"
+#include "Error.h"
+
+#include <climits>
+#include <vector>
+
+#ifdef TPRT_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+using namespace tprt;
+
+namespace {
+
+#ifdef TPRT_HAVE_CBLAS
+CBLAS_TRANSPOSE toCblas(bool trans) {
+  return trans ? CblasTrans : CblasNoTrans;
+}
+
+void gemmF32(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+             float alpha, const float *a, int64_t lda, const float *b,
+             int64_t ldb, float beta, float *c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, toCblas(transA), toCblas(transB), int(m), int(n),
+              int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+void gemmF64(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+             double alpha, const double *a, int64_t lda, const double *b,
+             int64_t ldb, double beta, double *c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, toCblas(transA), toCblas(transB), int(m), int(n),
+              int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+#else
+template <typename T>
+void referenceGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                   T alpha, const T *a, int64_t lda, const T *b, int64_t ldb,
+                   T beta, T *c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      T sum = 0;
+      for (int64_t l = 0; l < k; ++l)
+        sum += (transA ? a[l * lda + i] : a[i * lda + l]) *
+               (transB ? b[j * ldb + l] : b[l * ldb + j]);
+      T &out = c[i * ldc + j];
+      out = beta == T(0) ? alpha * sum : alpha * sum + beta * out;
+    }
+  }
+}
+
+void gemmF32(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+             float alpha, const float *a, int64_t lda, const float *b,
+             int64_t ldb, float beta, float *c, int64_t ldc) {
+  referenceGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemmF64(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+             double alpha, const double *a, int64_t lda, const double *b,
+             int64_t ldb, double beta, double *c, int64_t ldc) {
+  referenceGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+#endif
+
+/// Widens a rows x cols matrix with row stride `ld` into a dense f32 copy.
+std::vector<float> widen(tprt_dtype dtype, const void *src, int64_t rows,
+                         int64_t cols, int64_t ld) {
+  std::vector<float> dense(size_t(rows * cols));
+  const char *in = static_cast<const char *>(src);
+  for (int64_t r = 0; r < rows; ++r)
+    toFloat(dtype, in + size_t(r * ld) * 2, dense.data() + r * cols,
+            size_t(cols));
+  return dense;
+}
+
+} // namespace
+
+tprt_status tprt::hostGemm(tprt_dtype dtype, bool transA, bool transB,
+                           int64_t m, int64_t n, int64_t k, float alpha,
+                           const void *a, int64_t lda, const void *b,
+                           int64_t ldb, float beta, void *c, int64_t ldc) {
+  for (int64_t value : {m, n, k, lda, ldb, ldc})
+    if (value > INT_MAX)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "size %lld exceeds the 32-bit range of CBLAS",
+                  static_cast<long long>(value));
+  if (m == 0 || n == 0)
+    return TPRT_OK;
+
+  switch (dtype) {
+  case TPRT_F32:
+    gemmF32(transA, transB, m, n, k, alpha, static_cast<const float *>(a), lda,
+            static_cast<const float *>(b), ldb, beta, static_cast<float *>(c),
+            ldc);
+    return TPRT_OK;
+  case TPRT_F64:
+    gemmF64(transA, transB, m, n, k, alpha, static_cast<const double *>(a), lda,
+            static_cast<const double *>(b), ldb, beta, static_cast<double *>(c),
+            ldc);
+    return TPRT_OK;
+  case TPRT_F16:
+  case TPRT_BF16: {
+    int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
+    int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
+    std::vector<float> wideA = widen(dtype, a, rowsA, colsA, lda);
+    std::vector<float> wideB = widen(dtype, b, rowsB, colsB, ldb);
+    std::vector<float> wideC = beta == 0.0f ? std::vector<float>(size_t(m * n))
+                                            : widen(dtype, c, m, n, ldc);
+    gemmF32(transA, transB, m, n, k, alpha, wideA.data(), colsA > 0 ? colsA : 1,
+            wideB.data(), colsB > 0 ? colsB : 1, beta, wideC.data(), n);
+    char *outC = static_cast<char *>(c);
+    for (int64_t r = 0; r < m; ++r)
+      fromFloat(dtype, wideC.data() + r * n, outC + size_t(r * ldc) * 2,
+                size_t(n));
+    return TPRT_OK;
+  }
+  case TPRT_I32:
+  case TPRT_I64:
+    break;
+  }
+  return fail(TPRT_ERROR_INVALID_ARGUMENT, "dtype %s is not supported",
+              dtypeName(dtype));
+}

@@ -1,0 +1,236 @@
+//===- ModelAbi.cpp - the runtime side of compiled models ------*- C++ -*-===//
+//
+// The entry points that code compiled by `tp-opt --tp-lower-cpu` calls for
+// tp collectives (tprt/tprt_model.h): they read MLIR memref descriptors,
+// find the group of the mesh axes, and call the tprt collectives of the
+// context bound by tprt_model_bind. Failures are fatal (see the header).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tprt/tprt_model.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace {
+
+struct Binding {
+  tprt_context *ctx = nullptr;
+  std::vector<int64_t> meshShape;
+  int rank = 0;
+  std::map<int64_t, tprt_group *> groups; // by axes mask
+};
+
+Binding &binding() {
+  static Binding b;
+  return b;
+}
+
+[[noreturn]] void fail(const char *op, const char *message) {
+  std::fprintf(stderr, "tprt: %s failed on rank %d: %s\n", op, binding().rank,
+               message);
+  std::fflush(stderr);
+  std::exit(1);
+}
+
+void check(tprt_status status, const char *op) {
+  if (status != TPRT_OK)
+    fail(op, tprt_last_error());
+}
+
+tprt_group *groupFor(int64_t axesMask, const char *op) {
+  Binding &b = binding();
+  if (!b.ctx)
+    fail(op, "the runtime is not bound to a mesh (call tprt_model_bind)");
+  auto it = b.groups.find(axesMask);
+  if (it != b.groups.end())
+    return it->second;
+  std::vector<int> axes;
+  for (int i = 0; i < int(b.meshShape.size()); ++i)
+    if (axesMask & (int64_t(1) << i))
+      axes.push_back(i);
+  if (axes.size() != size_t(__builtin_popcountll(uint64_t(axesMask))))
+    fail(op, "axes mask names an axis the bound mesh does not have");
+  tprt_group *group = nullptr;
+  check(tprt_group_for_axes(b.ctx, int(b.meshShape.size()),
+                            b.meshShape.data(), int(axes.size()), axes.data(),
+                            &group),
+        op);
+  b.groups[axesMask] = group;
+  return group;
+}
+
+/// A contiguous tensor read off an MLIR ranked memref descriptor.
+struct Tensor {
+  char *data;
+  std::vector<int64_t> shape;
+};
+
+Tensor readDescriptor(int64_t rank, void *desc, size_t elementBytes,
+                      const char *op) {
+  struct Header {
+    char *allocated;
+    char *aligned;
+    int64_t offset;
+  };
+  auto *header = static_cast<Header *>(desc);
+  auto *sizes = reinterpret_cast<int64_t *>(header + 1);
+  int64_t *strides = sizes + rank;
+  Tensor t{header->aligned + header->offset * int64_t(elementBytes),
+           std::vector<int64_t>(sizes, sizes + rank)};
+  int64_t expected = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (sizes[d] != 1 && strides[d] != expected)
+      fail(op, "a tensor buffer is not contiguous");
+    expected *= sizes[d];
+  }
+  return t;
+}
+
+tprt_reduction reduction(int32_t kind) {
+  return kind == 1 ? TPRT_MAX : kind == 2 ? TPRT_MIN : TPRT_SUM;
+}
+
+size_t bytesOf(tprt_dtype dtype) {
+  switch (dtype) {
+  case TPRT_F32:
+  case TPRT_I32:
+    return 4;
+  case TPRT_F16:
+  case TPRT_BF16:
+    return 2;
+  case TPRT_F64:
+  case TPRT_I64:
+    return 8;
+  }
+  return 4;
+}
+
+void allReduce(tprt_dtype dtype, int32_t kind, int64_t axes, int64_t inRank,
+               void *inDesc, int64_t outRank, void *outDesc) {
+  const char *op = "all_reduce";
+  Tensor in = readDescriptor(inRank, inDesc, bytesOf(dtype), op);
+  Tensor out = readDescriptor(outRank, outDesc, bytesOf(dtype), op);
+  check(tprt_all_reduce(binding().ctx, groupFor(axes, op), dtype,
+                        reduction(kind), in.data, out.data, int(inRank),
+                        in.shape.data(), nullptr),
+        op);
+}
+
+void allGather(tprt_dtype dtype, int64_t dim, int64_t axes, int64_t inRank,
+               void *inDesc, int64_t outRank, void *outDesc) {
+  const char *op = "all_gather";
+  Tensor in = readDescriptor(inRank, inDesc, bytesOf(dtype), op);
+  Tensor out = readDescriptor(outRank, outDesc, bytesOf(dtype), op);
+  check(tprt_all_gather(binding().ctx, groupFor(axes, op), dtype, in.data,
+                        out.data, int(inRank), in.shape.data(), int(dim),
+                        nullptr),
+        op);
+}
+
+void reduceScatter(tprt_dtype dtype, int32_t kind, int64_t dim, int64_t axes,
+                   int64_t inRank, void *inDesc, int64_t outRank,
+                   void *outDesc) {
+  const char *op = "reduce_scatter";
+  Tensor in = readDescriptor(inRank, inDesc, bytesOf(dtype), op);
+  Tensor out = readDescriptor(outRank, outDesc, bytesOf(dtype), op);
+  check(tprt_reduce_scatter(binding().ctx, groupFor(axes, op), dtype,
+                            reduction(kind), in.data, out.data, int(inRank),
+                            in.shape.data(), int(dim), nullptr),
+        op);
+}
+
+void allToAll(tprt_dtype dtype, int64_t split, int64_t concat, int64_t axes,
+              int64_t inRank, void *inDesc, int64_t outRank, void *outDesc) {
+  const char *op = "all_to_all";
+  Tensor in = readDescriptor(inRank, inDesc, bytesOf(dtype), op);
+  Tensor out = readDescriptor(outRank, outDesc, bytesOf(dtype), op);
+  check(tprt_all_to_all(binding().ctx, groupFor(axes, op), dtype, in.data,
+                        out.data, int(inRank), in.shape.data(), int(split),
+                        int(concat), nullptr),
+        op);
+}
+
+/// This device's block of dimension `dim`: a local copy.
+void slice(tprt_dtype dtype, int64_t dim, int64_t axes, int64_t inRank,
+           void *inDesc, int64_t outRank, void *outDesc) {
+  const char *op = "slice";
+  size_t bytes = bytesOf(dtype);
+  Tensor in = readDescriptor(inRank, inDesc, bytes, op);
+  Tensor out = readDescriptor(outRank, outDesc, bytes, op);
+  int index = 0;
+  check(tprt_group_rank(groupFor(axes, op), &index), op);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= in.shape[d];
+  for (int64_t d = dim + 1; d < inRank; ++d)
+    inner *= in.shape[d];
+  int64_t whole = in.shape[dim], block = out.shape[dim];
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(out.data + (o * block) * inner * bytes,
+                in.data + (o * whole + index * block) * inner * bytes,
+                size_t(block * inner) * bytes);
+}
+
+} // namespace
+
+extern "C" {
+
+tprt_status tprt_model_bind(tprt_context *ctx, int mesh_rank,
+                            const int64_t *mesh_shape) {
+  Binding &b = binding();
+  for (auto &[mask, group] : b.groups)
+    tprt_group_destroy(group);
+  b.groups.clear();
+  b.ctx = ctx;
+  b.meshShape.assign(mesh_shape, mesh_shape + mesh_rank);
+  return tprt_rank(ctx, &b.rank);
+}
+
+int64_t tprt_mlir_axis_index(int64_t axes_mask) {
+  int index = 0;
+  check(tprt_group_rank(groupFor(axes_mask, "axis_index"), &index),
+        "axis_index");
+  return index;
+}
+
+#define TPRT_DEFINE_MODEL_COLLECTIVES(SUFFIX, DTYPE)                           \
+  void tprt_mlir_all_reduce_##SUFFIX(int32_t kind, int64_t axes,              \
+                                     int64_t inRank, void *inDesc,            \
+                                     int64_t outRank, void *outDesc) {        \
+    allReduce(DTYPE, kind, axes, inRank, inDesc, outRank, outDesc);           \
+  }                                                                            \
+  void tprt_mlir_all_gather_##SUFFIX(int64_t dim, int64_t axes,               \
+                                     int64_t inRank, void *inDesc,            \
+                                     int64_t outRank, void *outDesc) {        \
+    allGather(DTYPE, dim, axes, inRank, inDesc, outRank, outDesc);            \
+  }                                                                            \
+  void tprt_mlir_reduce_scatter_##SUFFIX(int32_t kind, int64_t dim,           \
+                                         int64_t axes, int64_t inRank,        \
+                                         void *inDesc, int64_t outRank,       \
+                                         void *outDesc) {                     \
+    reduceScatter(DTYPE, kind, dim, axes, inRank, inDesc, outRank, outDesc);  \
+  }                                                                            \
+  void tprt_mlir_all_to_all_##SUFFIX(int64_t split, int64_t concat,           \
+                                     int64_t axes, int64_t inRank,            \
+                                     void *inDesc, int64_t outRank,           \
+                                     void *outDesc) {                         \
+    allToAll(DTYPE, split, concat, axes, inRank, inDesc, outRank, outDesc);   \
+  }                                                                            \
+  void tprt_mlir_slice_##SUFFIX(int64_t dim, int64_t axes, int64_t inRank,    \
+                                void *inDesc, int64_t outRank,                \
+                                void *outDesc) {                              \
+    slice(DTYPE, dim, axes, inRank, inDesc, outRank, outDesc);                \
+  }
+
+TPRT_DEFINE_MODEL_COLLECTIVES(f32, TPRT_F32)
+TPRT_DEFINE_MODEL_COLLECTIVES(f16, TPRT_F16)
+TPRT_DEFINE_MODEL_COLLECTIVES(bf16, TPRT_BF16)
+TPRT_DEFINE_MODEL_COLLECTIVES(f64, TPRT_F64)
+TPRT_DEFINE_MODEL_COLLECTIVES(i64, TPRT_I64)
+TPRT_DEFINE_MODEL_COLLECTIVES(i32, TPRT_I32)
+
+} // extern "C"

@@ -1,0 +1,771 @@
+//===- Conformance.cpp - The conformance suite of libtprt's backends ------===//
+//
+// tprt-conformance BACKEND [-v]
+//
+// Written once against the public C ABI and run against every backend
+// ("single" in process; "mpi" under mpirun with any number of ranks). Each
+// rank fills its inputs from a formula of its world rank and the element
+// index, runs a collective, and compares the result with the values it
+// computes locally from the same formula for the other members:
+//
+//  - all_reduce, all_gather, reduce_scatter and all_to_all for f32, f16 and
+//    bf16 (plus i32, i64 and f64 sums) on several shapes, along leading and
+//    non-leading dimensions, on the world, on a reversed world, and on the
+//    groups of the axes of 2-D meshes;
+//  - f32 and integer inputs are small integers, so results must be exact;
+//    f16 and bf16 inputs are fractions and sums must be within half an ulp
+//    of the exact sum of the rounded inputs (reduced once, in f32);
+//  - error cases: non-divisible and out-of-range dimensions, bad dtypes and
+//    null pointers (TPRT_ERROR_INVALID_ARGUMENT on every member); members
+//    passing different shapes or calling different collectives, or one
+//    member failing its argument check (TPRT_ERROR_MISMATCH on the others,
+//    with the output untouched); the group must keep working afterwards;
+//  - group numbering, group caching, counters, timers and tprt_gemm.
+//
+// Group memberships are computed here by filtering and sorting all ranks,
+// independently of the library's construction. Rank 0 prints one summary
+// line "tprt-conformance: <backend>, <n> ranks: <c> checks, <f> failures";
+// every rank exits with 1 if any rank saw a failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "common/DType.h"
+#include "tprt/tprt.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Index = std::vector<int64_t>;
+
+int64_t numel(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string shapeText(const Shape &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+Index unravel(int64_t linear, const Shape &shape) {
+  Index index(shape.size());
+  for (size_t i = shape.size(); i-- > 0;) {
+    index[i] = linear % shape[i];
+    linear /= shape[i];
+  }
+  return index;
+}
+
+int64_t ravel(const Index &index, const Shape &shape) {
+  int64_t linear = 0;
+  for (size_t i = 0; i < shape.size(); ++i)
+    linear = linear * shape[i] + index[i];
+  return linear;
+}
+
+int rankOf(const Shape &shape) { return static_cast<int>(shape.size()); }
+
+const char *name(tprt_dtype dtype) { return tprt::dtypeName(dtype); }
+
+const char *name(tprt_reduction op) {
+  return op == TPRT_SUM ? "sum" : op == TPRT_MAX ? "max" : "min";
+}
+
+bool isHalf(tprt_dtype dtype) { return tprt::isHalfType(dtype); }
+
+void store(tprt_dtype dtype, void *buffer, int64_t i, double value) {
+  switch (dtype) {
+  case TPRT_F32:
+    static_cast<float *>(buffer)[i] = float(value);
+    return;
+  case TPRT_F16:
+    static_cast<uint16_t *>(buffer)[i] = tprt::floatToHalf(float(value));
+    return;
+  case TPRT_BF16:
+    static_cast<uint16_t *>(buffer)[i] = tprt::floatToBFloat16(float(value));
+    return;
+  case TPRT_F64:
+    static_cast<double *>(buffer)[i] = value;
+    return;
+  case TPRT_I32:
+    static_cast<int32_t *>(buffer)[i] = int32_t(std::llround(value));
+    return;
+  case TPRT_I64:
+    static_cast<int64_t *>(buffer)[i] = int64_t(std::llround(value));
+    return;
+  }
+}
+
+double load(tprt_dtype dtype, const void *buffer, int64_t i) {
+  switch (dtype) {
+  case TPRT_F32:
+    return static_cast<const float *>(buffer)[i];
+  case TPRT_F16:
+    return tprt::halfToFloat(static_cast<const uint16_t *>(buffer)[i]);
+  case TPRT_BF16:
+    return tprt::bfloat16ToFloat(static_cast<const uint16_t *>(buffer)[i]);
+  case TPRT_F64:
+    return static_cast<const double *>(buffer)[i];
+  case TPRT_I32:
+    return static_cast<const int32_t *>(buffer)[i];
+  case TPRT_I64:
+    return double(static_cast<const int64_t *>(buffer)[i]);
+  }
+  return NAN;
+}
+
+/// The value `value` has once stored as `dtype`.
+double roundTo(tprt_dtype dtype, double value) {
+  char buffer[8];
+  store(dtype, buffer, 0, value);
+  return load(dtype, buffer, 0);
+}
+
+/// The input of world rank `rank` at element `i`: small integers, exact in
+/// every dtype and in sums; fractions for the 16-bit floats.
+double inputValue(tprt_dtype dtype, int rank, int64_t i) {
+  if (isHalf(dtype))
+    return roundTo(dtype, 0.37 * (rank + 1) + 0.0113 * double(i % 37) - 0.25);
+  return double((rank * 7 + i * 3) % 11 - 5);
+}
+
+std::vector<char> makeInput(tprt_dtype dtype, int rank, const Shape &shape) {
+  std::vector<char> buffer(size_t(numel(shape)) * tprt::dtypeSize(dtype) + 1);
+  for (int64_t i = 0; i < numel(shape); ++i)
+    store(dtype, buffer.data(), i, inputValue(dtype, rank, i));
+  return buffer;
+}
+
+double combine(tprt_reduction op, double a, double b) {
+  return op == TPRT_SUM   ? a + b
+         : op == TPRT_MAX ? std::max(a, b)
+                          : std::min(a, b);
+}
+
+/// Half an ulp of `value` in a 16-bit float, relative: sums of f16/bf16
+/// must be rounded once from the exact sum.
+double relativeTolerance(tprt_dtype dtype) {
+  return dtype == TPRT_BF16  ? std::ldexp(1.0, -8)
+         : dtype == TPRT_F16 ? std::ldexp(1.0, -11)
+                             : 0.0;
+}
+
+/// A group under test and the members it must have.
+struct TestGroup {
+  tprt_group *handle = nullptr;
+  std::vector<int> members; // world ranks in group order
+  int index = 0;            // the calling rank's position
+  std::string name;
+  int size() const { return static_cast<int>(members.size()); }
+};
+
+class Suite {
+public:
+  Suite(tprt_context *ctx, bool verbose) : ctx(ctx), verbose(verbose) {
+    tprt_rank(ctx, &rank);
+    tprt_size(ctx, &size);
+    const char *env = std::getenv("TPRT_CHECK");
+    checkEnabled = !(env && std::strcmp(env, "0") == 0);
+  }
+
+  void run();
+
+  int checks = 0;
+  int failures = 0;
+  int rank = 0;
+  int size = 1;
+
+private:
+  void check(bool ok, const std::string &what, const std::string &detail = "");
+  void expectStatus(tprt_status got, tprt_status expected,
+                    const std::string &what, const char *messagePart);
+  void compare(const std::string &what, tprt_dtype dtype, bool approximate,
+               const void *out, const Shape &shape,
+               const std::function<double(const Index &)> &expected);
+
+  void testAllReduce(const TestGroup &g, tprt_dtype dtype, tprt_reduction op,
+                     const Shape &shape, bool inPlace);
+  void testAllGather(const TestGroup &g, tprt_dtype dtype, const Shape &shape,
+                     int dim);
+  void testReduceScatter(const TestGroup &g, tprt_dtype dtype,
+                         tprt_reduction op, const Shape &shape, int dim);
+  void testAllToAll(const TestGroup &g, tprt_dtype dtype, const Shape &shape,
+                    int splitDim, int concatDim);
+  void testCollectives(const TestGroup &g);
+  void testErrors(const TestGroup &g);
+  void testMismatches(const TestGroup &g);
+  void testMeshGroup(const Shape &mesh, const std::vector<int> &axes);
+  void testStats(const TestGroup &world);
+  void testGemm(tprt_dtype dtype, bool transA, bool transB, float beta);
+  void testGemmErrors();
+
+  tprt_context *ctx;
+  bool verbose;
+  bool checkEnabled = true;
+};
+
+void Suite::check(bool ok, const std::string &what, const std::string &detail) {
+  ++checks;
+  if (!ok) {
+    ++failures;
+    std::fprintf(stderr, "FAIL [rank %d]: %s%s%s\n", rank, what.c_str(),
+                 detail.empty() ? "" : ": ", detail.c_str());
+  } else if (verbose && rank == 0) {
+    std::printf("ok: %s\n", what.c_str());
+  }
+}
+
+void Suite::expectStatus(tprt_status got, tprt_status expected,
+                         const std::string &what, const char *messagePart) {
+  std::string message = got == TPRT_OK ? "" : tprt_last_error();
+  bool ok = got == expected &&
+            (!messagePart || message.find(messagePart) != std::string::npos);
+  check(ok, what,
+        std::string("got ") + tprt_status_name(got) + " (\"" + message +
+            "\"), expected " + tprt_status_name(expected) +
+            (messagePart ? std::string(" with \"") + messagePart + "\"" : ""));
+}
+
+void Suite::compare(const std::string &what, tprt_dtype dtype, bool approximate,
+                    const void *out, const Shape &shape,
+                    const std::function<double(const Index &)> &expected) {
+  for (int64_t i = 0; i < numel(shape); ++i) {
+    Index index = unravel(i, shape);
+    double want = expected(index);
+    double got = load(dtype, out, i);
+    double tolerance =
+        approximate ? relativeTolerance(dtype) * std::fabs(want) + 1e-6 : 0.0;
+    if (!(std::fabs(got - want) <= tolerance)) {
+      char detail[160];
+      std::snprintf(
+          detail, sizeof(detail), "element %lld %s is %.9g, expected %.9g",
+          static_cast<long long>(i), shapeText(index).c_str(), got, want);
+      check(false, what, detail);
+      return;
+    }
+  }
+  check(true, what);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+void Suite::testAllReduce(const TestGroup &g, tprt_dtype dtype,
+                          tprt_reduction op, const Shape &shape, bool inPlace) {
+  std::string what = std::string("all_reduce ") + name(op) + " " + name(dtype) +
+                     " " + shapeText(shape) + (inPlace ? " in place" : "") +
+                     " on " + g.name;
+  std::vector<char> in = makeInput(dtype, rank, shape);
+  std::vector<char> out(in.size());
+  void *target = inPlace ? in.data() : out.data();
+  tprt_status status =
+      tprt_all_reduce(ctx, g.handle, dtype, op, in.data(), target,
+                      rankOf(shape), shape.data(), nullptr);
+  if (status != TPRT_OK)
+    return check(false, what, tprt_last_error());
+  compare(what, dtype, isHalf(dtype) && op == TPRT_SUM, target, shape,
+          [&](const Index &index) {
+            int64_t i = ravel(index, shape);
+            double value = inputValue(dtype, g.members[0], i);
+            for (int m = 1; m < g.size(); ++m)
+              value = combine(op, value, inputValue(dtype, g.members[m], i));
+            return value;
+          });
+}
+
+void Suite::testAllGather(const TestGroup &g, tprt_dtype dtype,
+                          const Shape &shape, int dim) {
+  std::string what = std::string("all_gather ") + name(dtype) + " " +
+                     shapeText(shape) + " dim " + std::to_string(dim) + " on " +
+                     g.name;
+  Shape outShape = shape;
+  outShape[dim] *= g.size();
+  std::vector<char> in = makeInput(dtype, rank, shape);
+  std::vector<char> out(size_t(numel(outShape)) * tprt::dtypeSize(dtype) + 1);
+  tprt_status status =
+      tprt_all_gather(ctx, g.handle, dtype, in.data(), out.data(),
+                      rankOf(shape), shape.data(), dim, nullptr);
+  if (status != TPRT_OK)
+    return check(false, what, tprt_last_error());
+  compare(what, dtype, false, out.data(), outShape, [&](const Index &index) {
+    Index source = index;
+    int member = int(index[dim] / shape[dim]);
+    source[dim] = index[dim] % shape[dim];
+    return inputValue(dtype, g.members[member], ravel(source, shape));
+  });
+}
+
+void Suite::testReduceScatter(const TestGroup &g, tprt_dtype dtype,
+                              tprt_reduction op, const Shape &shape, int dim) {
+  std::string what = std::string("reduce_scatter ") + name(op) + " " +
+                     name(dtype) + " " + shapeText(shape) + " dim " +
+                     std::to_string(dim) + " on " + g.name;
+  Shape outShape = shape;
+  outShape[dim] /= g.size();
+  std::vector<char> in = makeInput(dtype, rank, shape);
+  std::vector<char> out(size_t(numel(outShape)) * tprt::dtypeSize(dtype) + 1);
+  tprt_status status =
+      tprt_reduce_scatter(ctx, g.handle, dtype, op, in.data(), out.data(),
+                          rankOf(shape), shape.data(), dim, nullptr);
+  if (status != TPRT_OK)
+    return check(false, what, tprt_last_error());
+  compare(what, dtype, isHalf(dtype) && op == TPRT_SUM, out.data(), outShape,
+          [&](const Index &index) {
+            Index source = index;
+            source[dim] += g.index * outShape[dim];
+            int64_t i = ravel(source, shape);
+            double value = inputValue(dtype, g.members[0], i);
+            for (int m = 1; m < g.size(); ++m)
+              value = combine(op, value, inputValue(dtype, g.members[m], i));
+            return value;
+          });
+}
+
+void Suite::testAllToAll(const TestGroup &g, tprt_dtype dtype,
+                         const Shape &shape, int splitDim, int concatDim) {
+  std::string what = std::string("all_to_all ") + name(dtype) + " " +
+                     shapeText(shape) + " split " + std::to_string(splitDim) +
+                     " concat " + std::to_string(concatDim) + " on " + g.name;
+  Shape piece = shape;
+  piece[splitDim] /= g.size();
+  Shape outShape = piece;
+  outShape[concatDim] *= g.size();
+  std::vector<char> in = makeInput(dtype, rank, shape);
+  std::vector<char> out(in.size());
+  tprt_status status = tprt_all_to_all(ctx, g.handle, dtype, in.data(),
+                                       out.data(), rankOf(shape), shape.data(),
+                                       splitDim, concatDim, nullptr);
+  if (status != TPRT_OK)
+    return check(false, what, tprt_last_error());
+  compare(what, dtype, false, out.data(), outShape, [&](const Index &index) {
+    // The element came from the member at index[concatDim] / piece, out of
+    // its piece number g.index.
+    int sender = int(index[concatDim] / piece[concatDim]);
+    Index source = index;
+    source[concatDim] = index[concatDim] % piece[concatDim];
+    source[splitDim] += g.index * piece[splitDim];
+    return inputValue(dtype, g.members[sender], ravel(source, shape));
+  });
+}
+
+void Suite::testCollectives(const TestGroup &g) {
+  int64_t p = g.size();
+  for (tprt_dtype dtype : {TPRT_F32, TPRT_F16, TPRT_BF16}) {
+    for (const Shape &shape : {Shape{}, Shape{7}, Shape{4, 6}, Shape{3, 8, 5}})
+      testAllReduce(g, dtype, TPRT_SUM, shape, false);
+    testAllReduce(g, dtype, TPRT_SUM, {5, 3}, true);
+    testAllReduce(g, dtype, TPRT_MAX, {4, 6}, false);
+    testAllReduce(g, dtype, TPRT_MIN, {4, 6}, false);
+
+    testAllGather(g, dtype, {7}, 0);
+    for (int dim = 0; dim < 3; ++dim)
+      testAllGather(g, dtype, {3, 8, 5}, dim);
+
+    testReduceScatter(g, dtype, TPRT_SUM, {2 * p, 3}, 0);
+    testReduceScatter(g, dtype, TPRT_SUM, {3, 2 * p, 5}, 1);
+    testReduceScatter(g, dtype, TPRT_SUM, {3, 5, p}, 2);
+    testReduceScatter(g, dtype, TPRT_MAX, {3, 2 * p, 5}, 1);
+    testReduceScatter(g, dtype, TPRT_MIN, {4 * p}, 0);
+
+    testAllToAll(g, dtype, {2 * p, 3, p}, 0, 2);
+    testAllToAll(g, dtype, {2 * p, 3, p}, 2, 0);
+    testAllToAll(g, dtype, {2 * p, 3, p}, 0, 0);
+    testAllToAll(g, dtype, {3, 2 * p, 5}, 1, 1);
+    testAllToAll(g, dtype, {3, 2 * p, 5}, 1, 2);
+    testAllToAll(g, dtype, {3, 5, 2 * p}, 2, 1);
+  }
+  for (tprt_dtype dtype : {TPRT_I32, TPRT_I64, TPRT_F64}) {
+    testAllReduce(g, dtype, TPRT_SUM, {3, 8, 5}, false);
+    testReduceScatter(g, dtype, TPRT_SUM, {3, 2 * p}, 1);
+  }
+  testAllReduce(g, TPRT_I32, TPRT_MAX, {9}, false);
+  testAllGather(g, TPRT_I64, {2, 3}, 1);
+  testAllToAll(g, TPRT_F64, {p, 2}, 0, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+void Suite::testErrors(const TestGroup &g) {
+  std::string on = " on " + g.name;
+  int p = g.size();
+  std::vector<char> in(4096), out(4096);
+  Shape shape34 = {3, 4};
+
+  if (p >= 2) {
+    Shape bad = {3, p + 1};
+    expectStatus(tprt_reduce_scatter(ctx, g.handle, TPRT_F32, TPRT_SUM,
+                                     in.data(), out.data(), 2, bad.data(), 1,
+                                     nullptr),
+                 TPRT_ERROR_INVALID_ARGUMENT,
+                 "reduce_scatter rejects a non-divisible dimension" + on,
+                 ("dimension 1 of size " + std::to_string(p + 1) +
+                  " is not divisible by the group size " + std::to_string(p))
+                     .c_str());
+    expectStatus(tprt_all_to_all(ctx, g.handle, TPRT_BF16, in.data(),
+                                 out.data(), 2, bad.data(), 1, 0, nullptr),
+                 TPRT_ERROR_INVALID_ARGUMENT,
+                 "all_to_all rejects a non-divisible split dimension" + on,
+                 "is not divisible by the group size");
+  }
+  expectStatus(tprt_all_gather(ctx, g.handle, TPRT_F32, in.data(), out.data(),
+                               2, shape34.data(), 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "all_gather rejects an out-of-range dimension" + on,
+               "dimension 2 is out of range for a tensor of rank 2");
+  expectStatus(
+      tprt_all_reduce(ctx, g.handle, tprt_dtype(99), TPRT_SUM, in.data(),
+                      out.data(), 2, shape34.data(), nullptr),
+      TPRT_ERROR_INVALID_ARGUMENT, "all_reduce rejects an unknown dtype" + on,
+      "dtype 99 is not a tprt_dtype");
+  expectStatus(tprt_all_reduce(ctx, g.handle, TPRT_F32, tprt_reduction(7),
+                               in.data(), out.data(), 2, shape34.data(),
+                               nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "all_reduce rejects an unknown reduction" + on,
+               "reduction 7 is not a tprt_reduction");
+  expectStatus(tprt_all_reduce(ctx, g.handle, TPRT_F32, TPRT_SUM, nullptr,
+                               out.data(), 2, shape34.data(), nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "all_reduce rejects a null input" + on, "in is null");
+  expectStatus(tprt_all_gather(ctx, g.handle, TPRT_F32, in.data(), in.data(), 2,
+                               shape34.data(), 0, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "all_gather rejects overlapping buffers" + on,
+               "in and out overlap");
+  expectStatus(tprt_all_reduce(ctx, nullptr, TPRT_F32, TPRT_SUM, in.data(),
+                               out.data(), 2, shape34.data(), nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "all_reduce rejects a null group",
+               "group is null");
+
+  if (p >= 2 && checkEnabled)
+    testMismatches(g);
+
+  // The group still works after all of the above.
+  testAllReduce(g, TPRT_F32, TPRT_SUM, {2, 5}, false);
+}
+
+void Suite::testMismatches(const TestGroup &g) {
+  std::string on = " on " + g.name;
+  bool first = g.index == 0;
+  std::vector<char> in = makeInput(TPRT_F32, rank, {4, 9});
+  const float sentinel = -12345.0f;
+  std::vector<float> out(64, sentinel);
+  auto untouched = [&] {
+    return std::all_of(out.begin(), out.end(),
+                       [&](float v) { return v == sentinel; });
+  };
+
+  // Member 0 passes [4, 9], the others [4, 8].
+  Shape shape = {4, first ? 9 : 8};
+  expectStatus(tprt_all_reduce(ctx, g.handle, TPRT_F32, TPRT_SUM, in.data(),
+                               out.data(), 2, shape.data(), nullptr),
+               TPRT_ERROR_MISMATCH,
+               "all_reduce with different shapes fails everywhere" + on,
+               "group members disagree: rank");
+  check(untouched(), "a mismatched all_reduce leaves out untouched" + on);
+
+  // Member 0 calls all_gather, the others all_reduce.
+  Shape vector = {4};
+  tprt_status status =
+      first ? tprt_all_gather(ctx, g.handle, TPRT_F32, in.data(), out.data(), 1,
+                              vector.data(), 0, nullptr)
+            : tprt_all_reduce(ctx, g.handle, TPRT_F32, TPRT_SUM, in.data(),
+                              out.data(), 1, vector.data(), nullptr);
+  expectStatus(status, TPRT_ERROR_MISMATCH,
+               "different collectives fail everywhere" + on,
+               first ? "but rank" : "called all_gather(f32, [4], dim 0)");
+  check(untouched(), "mismatched collectives leave out untouched" + on);
+
+  // Member 0 fails its argument check; the others must not wait for it.
+  Shape good = {2, 3};
+  status = tprt_all_gather(ctx, g.handle, TPRT_F32, in.data(), out.data(), 2,
+                           good.data(), first ? 5 : 1, nullptr);
+  if (first)
+    expectStatus(status, TPRT_ERROR_INVALID_ARGUMENT,
+                 "a member with a bad dimension gets its own error" + on,
+                 "dimension 5 is out of range");
+  else
+    expectStatus(status, TPRT_ERROR_MISMATCH,
+                 "the others learn that a member failed" + on,
+                 ("rank " + std::to_string(g.members[0]) +
+                  " failed its argument check with "
+                  "TPRT_ERROR_INVALID_ARGUMENT")
+                     .c_str());
+  check(untouched(), "a failed all_gather leaves out untouched" + on);
+}
+
+//===----------------------------------------------------------------------===//
+// Groups, counters, GEMM
+//===----------------------------------------------------------------------===//
+
+/// Builds the expected members of the group of `axes` by filtering the ranks
+/// that agree with the caller elsewhere and sorting them by the listed axes.
+std::vector<int> expectedMembers(int rank, int size, const Shape &mesh,
+                                 const std::vector<int> &axes) {
+  Index mine = unravel(rank, mesh);
+  std::vector<std::pair<Index, int>> keyed;
+  for (int other = 0; other < size; ++other) {
+    Index coords = unravel(other, mesh);
+    bool same = true;
+    for (size_t a = 0; a < mesh.size(); ++a)
+      if (std::find(axes.begin(), axes.end(), int(a)) == axes.end() &&
+          coords[a] != mine[a])
+        same = false;
+    if (!same)
+      continue;
+    Index key;
+    for (int axis : axes)
+      key.push_back(coords[size_t(axis)]);
+    keyed.emplace_back(key, other);
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<int> members;
+  for (auto &entry : keyed)
+    members.push_back(entry.second);
+  return members;
+}
+
+void Suite::testMeshGroup(const Shape &mesh, const std::vector<int> &axes) {
+  TestGroup g;
+  g.members = expectedMembers(rank, size, mesh, axes);
+  g.index = int(std::find(g.members.begin(), g.members.end(), rank) -
+                g.members.begin());
+  g.name = "mesh " + shapeText(mesh) + " axes {";
+  for (size_t i = 0; i < axes.size(); ++i)
+    g.name += (i ? ", " : "") + std::to_string(axes[i]);
+  g.name += "}";
+
+  tprt_status status = tprt_group_for_axes(
+      ctx, rankOf(mesh), mesh.data(), int(axes.size()), axes.data(), &g.handle);
+  if (status != TPRT_OK)
+    return check(false, "tprt_group_for_axes " + g.name, tprt_last_error());
+  int index = -1, groupSize = -1;
+  tprt_group_rank(g.handle, &index);
+  tprt_group_size(g.handle, &groupSize);
+  check(index == g.index && groupSize == g.size(),
+        "group numbering of " + g.name,
+        "got index " + std::to_string(index) + " of " +
+            std::to_string(groupSize) + ", expected " +
+            std::to_string(g.index) + " of " + std::to_string(g.size()));
+
+  tprt_group *again = nullptr;
+  tprt_group_for_axes(ctx, rankOf(mesh), mesh.data(), int(axes.size()),
+                      axes.data(), &again);
+  check(again == g.handle, "the group of " + g.name + " is cached");
+  tprt_group_destroy(again);
+
+  testCollectives(g);
+  testErrors(g);
+  check(tprt_group_destroy(g.handle) == TPRT_OK,
+        "tprt_group_destroy " + g.name);
+}
+
+void Suite::testStats(const TestGroup &world) {
+  tprt_stats_reset(ctx);
+  std::vector<char> in = makeInput(TPRT_F32, rank, {4, 8});
+  std::vector<char> out(in.size());
+  Shape shape = {4, 8};
+  tprt_timer_start(ctx);
+  tprt_all_reduce(ctx, world.handle, TPRT_F32, TPRT_SUM, in.data(), out.data(),
+                  2, shape.data(), nullptr);
+  double elapsed = -1;
+  tprt_timer_elapsed(ctx, &elapsed);
+  tprt_stats stats;
+  tprt_stats_get(ctx, &stats);
+  double n = size;
+  check(stats.calls[TPRT_ALL_REDUCE] == 1 &&
+            stats.calls[TPRT_ALL_GATHER] == 0 &&
+            stats.bytes[TPRT_ALL_REDUCE] == 128 &&
+            stats.bytes_sent[TPRT_ALL_REDUCE] ==
+                uint64_t(128 * 2 * (n - 1) / n) &&
+            stats.seconds[TPRT_ALL_REDUCE] >= 0 &&
+            stats.checks == (checkEnabled ? 1u : 0u) && elapsed >= 0,
+        "stats count one all_reduce of 128 bytes",
+        "calls " + std::to_string(stats.calls[TPRT_ALL_REDUCE]) + ", bytes " +
+            std::to_string(stats.bytes[TPRT_ALL_REDUCE]) + ", bytes_sent " +
+            std::to_string(stats.bytes_sent[TPRT_ALL_REDUCE]) + ", checks " +
+            std::to_string(stats.checks));
+  tprt_stats_reset(ctx);
+  tprt_stats_get(ctx, &stats);
+  check(stats.calls[TPRT_ALL_REDUCE] == 0 && stats.checks == 0,
+        "tprt_stats_reset clears the counters");
+}
+
+void Suite::testGemm(tprt_dtype dtype, bool transA, bool transB, float beta) {
+  const int64_t m = 5, n = 4, k = 3;
+  // Stored shapes, with one element of padding per row to test the strides.
+  int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
+  int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
+  int64_t lda = colsA + 1, ldb = colsB + 1, ldc = n + 1;
+  size_t es = tprt::dtypeSize(dtype);
+  std::vector<char> a(size_t(rowsA * lda) * es), b(size_t(rowsB * ldb) * es),
+      c(size_t(m * ldc) * es);
+  auto valueA = [&](int64_t i, int64_t l) {
+    return roundTo(dtype, double((i * 3 + l * 5) % 7 - 3));
+  };
+  auto valueB = [&](int64_t l, int64_t j) {
+    return roundTo(dtype, double((l * 2 + j * 7) % 5 - 2));
+  };
+  auto valueC = [&](int64_t i, int64_t j) {
+    return roundTo(dtype, double((i + j * 3) % 4) - 1);
+  };
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t l = 0; l < k; ++l)
+      store(dtype, a.data(), transA ? l * lda + i : i * lda + l, valueA(i, l));
+  for (int64_t l = 0; l < k; ++l)
+    for (int64_t j = 0; j < n; ++j)
+      store(dtype, b.data(), transB ? j * ldb + l : l * ldb + j, valueB(l, j));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < ldc; ++j)
+      store(dtype, c.data(), i * ldc + j,
+            j < n ? (beta == 0.0f ? NAN : valueC(i, j)) : 77.0);
+
+  const float alpha = 2.0f;
+  std::string what = std::string("gemm ") + name(dtype) +
+                     (transA ? " A^T" : " A") + (transB ? " B^T" : " B") +
+                     " beta " + std::to_string(beta);
+  tprt_status status =
+      tprt_gemm(ctx, dtype, transA, transB, m, n, k, alpha, a.data(), lda,
+                b.data(), ldb, beta, c.data(), ldc, nullptr);
+  if (status != TPRT_OK)
+    return check(false, what, tprt_last_error());
+  Shape padded = {m, ldc};
+  compare(what, dtype, isHalf(dtype), c.data(), padded, [&](const Index &ij) {
+    if (ij[1] >= n)
+      return 77.0; // the padding is not written
+    double sum = 0;
+    for (int64_t l = 0; l < k; ++l)
+      sum += valueA(ij[0], l) * valueB(l, ij[1]);
+    return alpha * sum + (beta == 0.0f ? 0.0 : beta * valueC(ij[0], ij[1]));
+  });
+}
+
+void Suite::testGemmErrors() {
+  float a[16] = {0}, b[16] = {0}, c[16] = {0};
+  expectStatus(tprt_gemm(ctx, TPRT_F32, 0, 0, 2, 2, 3, 1.0f, a, 2, b, 2, 0.0f,
+                         c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "gemm rejects a short lda",
+               "lda is 2, smaller than the 3 columns of A as stored");
+  expectStatus(tprt_gemm(ctx, TPRT_I32, 0, 0, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f,
+                         c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "gemm rejects i32",
+               "dtype i32 is not supported");
+  expectStatus(tprt_gemm(ctx, TPRT_F32, 0, 0, 2, 2, 2, 1.0f, nullptr, 2, b, 2,
+                         0.0f, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "gemm rejects a null a",
+               "a is null");
+}
+
+void Suite::run() {
+  // The whole world, in rank order and reversed.
+  TestGroup world;
+  tprt_group_world(ctx, &world.handle);
+  for (int r = 0; r < size; ++r)
+    world.members.push_back(r);
+  world.index = rank;
+  world.name = "world";
+  testStats(world);
+  testCollectives(world);
+  testErrors(world);
+
+  TestGroup reversed;
+  reversed.members.assign(world.members.rbegin(), world.members.rend());
+  reversed.index = size - 1 - rank;
+  reversed.name = "reversed world";
+  if (tprt_group_create(ctx, size, reversed.members.data(), &reversed.handle) !=
+      TPRT_OK) {
+    check(false, "tprt_group_create reversed world", tprt_last_error());
+  } else {
+    int index = -1;
+    tprt_group_rank(reversed.handle, &index);
+    check(index == reversed.index, "reversed world numbering");
+    testCollectives(reversed);
+    tprt_group_destroy(reversed.handle);
+  }
+
+  // The groups of the axes of meshes: one axis, the other, both in either
+  // order, none. 2-D meshes are [2, size/2] for even sizes and [1, size]
+  // otherwise.
+  Shape mesh2 = size % 2 == 0 ? Shape{2, size / 2} : Shape{1, size};
+  testMeshGroup({size}, {0});
+  testMeshGroup(mesh2, {1});
+  testMeshGroup(mesh2, {0});
+  testMeshGroup(mesh2, {1, 0});
+  testMeshGroup(mesh2, {});
+  if (size == 8) {
+    // The example of tprt.h: mesh [dp=2, tp=4], rank 5 is in {4, 5, 6, 7}
+    // at index 1 for axis tp, in {1, 5} at index 1 for axis dp.
+    std::vector<int> tp = expectedMembers(5, 8, {2, 4}, {1});
+    std::vector<int> dp = expectedMembers(5, 8, {2, 4}, {0});
+    check(tp == std::vector<int>{4, 5, 6, 7} && dp == std::vector<int>{1, 5},
+          "the mesh example of tprt.h");
+  }
+
+  std::vector<int> badAxes = {2};
+  tprt_group *unused = nullptr;
+  expectStatus(
+      tprt_group_for_axes(ctx, 2, mesh2.data(), 1, badAxes.data(), &unused),
+      TPRT_ERROR_INVALID_ARGUMENT, "group_for_axes rejects axis 2",
+      "axes[0] is 2, out of range for the mesh");
+  Shape wrongMesh = {size + 1};
+  expectStatus(
+      tprt_group_for_axes(ctx, 1, wrongMesh.data(), 0, nullptr, &unused),
+      TPRT_ERROR_INVALID_ARGUMENT,
+      "group_for_axes rejects a mesh of the wrong size", "but the context has");
+
+  for (tprt_dtype dtype : {TPRT_F32, TPRT_F64, TPRT_F16, TPRT_BF16})
+    for (bool transA : {false, true})
+      for (bool transB : {false, true})
+        testGemm(dtype, transA, transB, 0.5f);
+  testGemm(TPRT_F32, false, false, 0.0f);
+  testGemm(TPRT_BF16, true, false, 0.0f);
+  testGemmErrors();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2 || argc > 3 || (argc == 3 && std::strcmp(argv[2], "-v") != 0)) {
+    std::fprintf(stderr, "usage: tprt-conformance BACKEND [-v]\n");
+    return 2;
+  }
+  tprt_context *ctx = nullptr;
+  if (tprt_init(argv[1], &ctx) != TPRT_OK) {
+    std::fprintf(stderr, "tprt-conformance: %s\n", tprt_last_error());
+    return 2;
+  }
+  Suite suite(ctx, argc == 3);
+  suite.run();
+
+  // Everybody learns whether anybody failed.
+  tprt_group *world = nullptr;
+  tprt_group_world(ctx, &world);
+  int32_t failures = suite.failures, total = -1;
+  if (tprt_all_reduce(ctx, world, TPRT_I32, TPRT_SUM, &failures, &total, 0,
+                      nullptr, nullptr) != TPRT_OK) {
+    std::fprintf(stderr, "tprt-conformance: %s\n", tprt_last_error());
+    total = failures + 1;
+  }
+  if (suite.rank == 0)
+    std::printf("tprt-conformance: %s, %d ranks: %d checks, %d failures\n",
+                argv[1], suite.size, suite.checks, total);
+  std::fflush(stdout);
+  tprt_finalize(ctx);
+  return failures || total ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+//===- Init.h - Initial values and element conversions ----------*- C++ -*-===//
+//
+// The generators of docs/models.md ("Parameter initialisation") and
+// docs/model-abi.md (`integers`), and the stores and loads of one element
+// of each dtype. Floating-point values are produced in double and rounded
+// once to the storage type, to nearest-even: f32 and f16 from the double,
+// bf16 from the f32 (the f32 bit pattern rounded to its top 16 bits).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TP_RUNNER_INIT_H
+#define TP_RUNNER_INIT_H
+
+#include "Model.h"
+
+#include <cstdint>
+
+namespace tprun {
+
+uint64_t splitmix64(uint64_t x);
+double initNormal(uint64_t seed, double std, uint64_t i);
+double initUniform(uint64_t seed, double scale, uint64_t i);
+uint64_t initInteger(uint64_t seed, uint64_t high, uint64_t i);
+
+uint16_t doubleToHalf(double value);
+float halfToFloat(uint16_t bits);
+uint16_t floatToBFloat16(float value);
+float bfloat16ToFloat(uint16_t bits);
+
+/// Stores `value` as element `index` of an array of `dtype`. Integer dtypes
+/// truncate towards zero (i1: non-zero is 1).
+void storeDouble(DType dtype, void *data, int64_t index, double value);
+/// Stores an integer (i1: non-zero is 1; floats: rounded as a double).
+void storeInteger(DType dtype, void *data, int64_t index, int64_t value);
+/// Element `index` of an array of `dtype`, as a double.
+double loadDouble(DType dtype, const void *data, int64_t index);
+
+/// Fills a local block: element l of the local array (row-major over
+/// `buffer.localShape`) is the global element at `offsets + l`, generated
+/// by `buffer.init`, or zero where that position is past the global shape.
+void fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
+               void *data);
+
+} // namespace tprun
+
+#endif // TP_RUNNER_INIT_H

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Checks what tp-runner did with a model, from model.json alone.
+
+    check-output.py MODEL_DIR [--output FILE] [--same OUT=BUF]...
+                    [--values OUT=V,V,...]... [--locals DIR] [--print-global BUF]
+
+Written from docs/model-abi.md and docs/models.md, independently of
+tp-runner's C++:
+
+  --output FILE    FILE is tp-runner's --output: one record per output of
+                   model.json, in order: u32 magic 0x54504F55, u32 dtype
+                   code, u32 rank, i64 dims[rank] (= global_shape), data.
+  --same OUT=BUF   output OUT holds exactly the global value of the input or
+                   param BUF (its `init`, rounded to its dtype).
+  --values OUT=... output OUT holds these values (row-major).
+  --locals DIR     DIR/local-R-K.bin (written by a fake model) is device R's
+                   block of buffer K: the global value at the block's indices,
+                   zero past the global shape; checked for every device and
+                   every input and param.
+  --print-global BUF  prints the global value of BUF, one value a line.
+
+Prints "check-output: ok (...)" or the first difference and exits 1.
+"""
+
+import argparse
+import itertools
+import json
+import math
+import os
+import struct
+import sys
+
+MASK = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+MAGIC = 0x54504F55
+CODES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5,
+         "i8": 6, "i1": 7}
+SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8,
+         "i8": 1, "i1": 1}
+
+
+def fail(message):
+    print("check-output: error: " + message)
+    sys.exit(1)
+
+
+def splitmix64(x):
+    z = (x + GOLDEN) & MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def unit(x):
+    return ((splitmix64(x & MASK) >> 11) + 1) * 2.0**-53
+
+
+def element(init, i):
+    """Element i (flat, global, row-major) of a buffer with this init."""
+    kind = init["kind"]
+    if kind == "zeros":
+        return 0
+    if kind == "ones":
+        return 1
+    base = (init["seed"] * GOLDEN) & MASK
+    if kind == "integers":
+        return splitmix64((base + i) & MASK) % init["high"]
+    u1 = unit(base + 2 * i)
+    if kind == "uniform":
+        return init["scale"] * (2.0 * u1 - 1.0)
+    u2 = unit(base + 2 * i + 1)
+    return (init["std"] * math.sqrt(-2.0 * math.log(u1)) *
+            math.cos(2.0 * 3.14159265358979323846 * u2))
+
+
+def pack(dtype, value):
+    """One element stored as dtype (floats rounded to nearest-even)."""
+    if dtype == "f32":
+        return struct.pack("<f", value)
+    if dtype == "f64":
+        return struct.pack("<d", value)
+    if dtype == "f16":
+        return struct.pack("<e", value)  # rounds the double, ties to even
+    if dtype == "bf16":
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFFFFFF
+        return struct.pack("<H", bits >> 16)
+    value = int(value)
+    if dtype == "i64":
+        return struct.pack("<q", value)
+    if dtype == "i32":
+        return struct.pack("<i", value)
+    if dtype == "i8":
+        return struct.pack("<b", value)
+    if dtype == "i1":
+        return struct.pack("<B", 1 if value else 0)
+    fail("unknown dtype " + dtype)
+
+
+def unpack(dtype, data):
+    fmt = {"f32": "f", "f64": "d", "f16": "e", "i64": "q", "i32": "i",
+           "i8": "b", "i1": "B"}
+    size = SIZES[dtype]
+    count = len(data) // size
+    if dtype == "bf16":
+        return [struct.unpack("<f", struct.pack("<I", h << 16))[0]
+                for h in struct.unpack("<%dH" % count, data)]
+    return list(struct.unpack("<%d%s" % (count, fmt[dtype]), data))
+
+
+def prod(values):
+    result = 1
+    for v in values:
+        result *= v
+    return result
+
+
+def global_bytes(buf):
+    n = prod(buf["global_shape"])
+    return b"".join(pack(buf["dtype"], element(buf["init"], i))
+                    for i in range(n))
+
+
+def coords_of(rank, sizes):
+    coords = []
+    for size in reversed(sizes):
+        coords.append(rank % size)
+        rank //= size
+    return list(reversed(coords))
+
+
+def local_bytes(buf, model, rank):
+    names = [a["name"] for a in model["mesh"]["axes"]]
+    sizes = [a["size"] for a in model["mesh"]["axes"]]
+    coords = coords_of(rank, sizes)
+    offsets = []
+    for d, axes in enumerate(buf["layout"]["dims"]):
+        g = 0
+        for name in axes:
+            a = names.index(name)
+            g = g * sizes[a] + coords[a]
+        offsets.append(g * buf["local_shape"][d])
+    gshape = buf["global_shape"]
+    out = []
+    for index in itertools.product(*[range(n) for n in buf["local_shape"]]):
+        gindex = [o + i for o, i in zip(offsets, index)]
+        if any(g >= n for g, n in zip(gindex, gshape)):
+            out.append(pack(buf["dtype"], 0))
+            continue
+        flat = 0
+        for g, n in zip(gindex, gshape):
+            flat = flat * n + g
+        out.append(pack(buf["dtype"], element(buf["init"], flat)))
+    return b"".join(out)
+
+
+def read_output(path, outputs):
+    with open(path, "rb") as f:
+        data = f.read()
+    records = {}
+    pos = 0
+    for buf in outputs:
+        if pos + 12 > len(data):
+            fail("%s ends before output %r" % (path, buf["name"]))
+        magic, code, rank = struct.unpack_from("<III", data, pos)
+        pos += 12
+        if magic != MAGIC:
+            fail("output %r: magic 0x%08x, expected 0x%08x"
+                 % (buf["name"], magic, MAGIC))
+        if code != CODES[buf["dtype"]]:
+            fail("output %r: dtype code %d, expected %d (%s)"
+                 % (buf["name"], code, CODES[buf["dtype"]], buf["dtype"]))
+        dims = list(struct.unpack_from("<%dq" % rank, data, pos))
+        pos += 8 * rank
+        if dims != buf["global_shape"]:
+            fail("output %r: dims %s, expected the global shape %s"
+                 % (buf["name"], dims, buf["global_shape"]))
+        size = prod(dims) * SIZES[buf["dtype"]]
+        records[buf["name"]] = data[pos:pos + size]
+        if len(records[buf["name"]]) != size:
+            fail("output %r: %d bytes of data, expected %d"
+                 % (buf["name"], len(records[buf["name"]]), size))
+        pos += size
+    if pos != len(data):
+        fail("%s has %d bytes after the last output" % (path, len(data) - pos))
+    return records
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model_dir")
+    parser.add_argument("--output")
+    parser.add_argument("--same", action="append", default=[])
+    parser.add_argument("--values", action="append", default=[])
+    parser.add_argument("--locals")
+    parser.add_argument("--print-global", action="append", default=[])
+    args = parser.parse_args()
+
+    with open(os.path.join(args.model_dir, "model.json")) as f:
+        model = json.load(f)
+    buffers = {b["name"]: b for b in model["buffers"]}
+    outputs = [b for b in model["buffers"] if b["role"] == "output"]
+    checked = []
+
+    for name in args.print_global:
+        buf = buffers[name]
+        for value in unpack(buf["dtype"], global_bytes(buf)):
+            print(repr(value))
+
+    records = read_output(args.output, outputs) if args.output else {}
+    if args.output:
+        checked.append("%d outputs" % len(outputs))
+    for spec in args.same:
+        out, src = spec.split("=")
+        if buffers[out]["dtype"] != buffers[src]["dtype"]:
+            fail("--same %s: different dtypes" % spec)
+        expected = global_bytes(buffers[src])
+        if records[out] != expected:
+            got = unpack(buffers[out]["dtype"], records[out])
+            want = unpack(buffers[src]["dtype"], expected)
+            for i, (g, w) in enumerate(zip(got, want)):
+                if struct.pack("<d", float(g)) != struct.pack("<d", float(w)):
+                    fail("output %r element %d is %r, expected %r (%s)"
+                         % (out, i, g, w, src))
+            fail("output %r differs from %s" % (out, src))
+        checked.append("%s = %s" % (out, src))
+    for spec in args.values:
+        out, text = spec.split("=")
+        want = [float(v) for v in text.split(",")]
+        got = [float(v) for v in unpack(buffers[out]["dtype"], records[out])]
+        if got != want:
+            fail("output %r is %s, expected %s" % (out, got, want))
+        checked.append("%s values" % out)
+    if args.locals:
+        devices = prod(a["size"] for a in model["mesh"]["axes"])
+        count = 0
+        for rank in range(devices):
+            for k, buf in enumerate(model["buffers"]):
+                if buf["role"] == "output":
+                    continue
+                path = os.path.join(args.locals, "local-%d-%d.bin" % (rank, k))
+                with open(path, "rb") as f:
+                    got = f.read()
+                want = local_bytes(buf, model, rank)
+                if got != want:
+                    fail("device %d's block of %r: %s, expected %s"
+                         % (rank, buf["name"], unpack(buf["dtype"], got),
+                            unpack(buf["dtype"], want)))
+                count += 1
+        checked.append("%d local blocks" % count)
+    if checked:
+        print("check-output: ok (%s)" % ", ".join(checked))
+
+
+main()

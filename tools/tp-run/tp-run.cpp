@@ -1,0 +1,638 @@
+//===- tp-run.cpp - shard, compile and run a model on N ranks ---*- C++ -*-===//
+//
+//   tp-run model.mlir | --preset P [tp-gen options]
+//          --tp N [--backend cpu] [--check] [--steps K] [--timeout S]
+//          [--work-dir DIR] [shard options]
+//
+// 1. Gets the model (a file, or tp-gen with the given options).
+// 2. Compiles it for N devices: --tp-shard, then records the function
+//    boundary (model.json, docs/model-abi.md), then --tp-lower-cpu, LLVM IR,
+//    a small C glue and clang-22 make model.so.
+// 3. Runs tp-runner on N ranks with mpirun (one process per rank).
+// 4. With --check, compiles and runs the unsharded program (tp=1) the same
+//    way and compares every output.
+// 5. Prints the plan summary, the runner's report and the comparison.
+//
+// The compile step links MLIR; running needs only tp-runner and libtprt.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tp/Conversion/Passes.h"
+#include "tp/Conversion/RuntimeSymbols.h"
+#include "tp/Dialect/TP/IR/TPOps.h"
+#include "tp/Dialect/TP/Transforms/Passes.h"
+#include "tp/InitTP.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstring>
+
+extern char **environ;
+#include <fstream>
+#include <map>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("tp-run options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("[model.mlir]"),
+                                      cl::init(""), cl::cat(category));
+static cl::opt<int> devices("tp", cl::desc("Number of devices (ranks)"),
+                       cl::init(2), cl::cat(category));
+static cl::opt<std::string> backend("backend",
+                                    cl::desc("Execution backend: cpu"),
+                                    cl::init("cpu"), cl::cat(category));
+static cl::opt<bool> check("check",
+                           cl::desc("Also run the unsharded program (tp=1) "
+                                    "and compare every output"),
+                           cl::cat(category));
+static cl::opt<int> steps("steps", cl::desc("Steps to run"), cl::init(1),
+                          cl::cat(category));
+static cl::opt<int> timeoutSeconds(
+    "timeout", cl::desc("Seconds before a run is stopped"), cl::init(300),
+    cl::cat(category));
+static cl::opt<std::string> workDir(
+    "work-dir", cl::desc("Where compiled models and outputs go (default: a "
+                         "temporary folder)"),
+    cl::init(""), cl::cat(category));
+static cl::opt<std::string> shardOptions(
+    "shard-options",
+    cl::desc("Extra --tp-shard options, e.g. \"sequence-parallel=off\""),
+    cl::init(""), cl::cat(category));
+static cl::opt<double> tolerance(
+    "tolerance",
+    cl::desc("--check fails above this relative error (default: 1e-5 for "
+             "f32, 2e-2 for 16-bit outputs)"),
+    cl::init(-1), cl::cat(category));
+static cl::opt<int64_t> inputHigh(
+    "input-high",
+    cl::desc("Integer inputs without tp.init are drawn from [0, this) "
+             "(default: the vocabulary of a tp-gen model)"),
+    cl::init(0), cl::cat(category));
+// tp-gen passthrough.
+static cl::opt<std::string> preset("preset", cl::desc("tp-gen preset"),
+                                   cl::init(""), cl::cat(category));
+static cl::list<std::string>
+    genOptions("gen", cl::desc("A tp-gen option, e.g. --gen=--layers=2"),
+               cl::cat(category));
+
+namespace {
+
+[[noreturn]] void die(const llvm::Twine &message, int code = 1) {
+  llvm::errs() << "tp-run: error: " << message << "\n";
+  std::exit(code);
+}
+
+std::string dtypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF64())
+    return "f64";
+  if (type.isInteger(64))
+    return "i64";
+  if (type.isInteger(32))
+    return "i32";
+  if (type.isInteger(8))
+    return "i8";
+  if (type.isInteger(1))
+    return "i1";
+  return "";
+}
+
+llvm::json::Array shapeJson(ArrayRef<int64_t> shape) {
+  llvm::json::Array a;
+  for (int64_t s : shape)
+    a.push_back(s);
+  return a;
+}
+
+llvm::json::Object layoutJson(tp::LayoutAttr layout, int64_t rank) {
+  llvm::json::Array dims;
+  for (int64_t d = 0; d < rank; ++d) {
+    llvm::json::Array axes;
+    if (layout)
+      for (StringAttr a : layout.getDimAxes(d))
+        axes.push_back(a.str());
+    dims.push_back(std::move(axes));
+  }
+  llvm::json::Value partial = nullptr;
+  if (layout && layout.isPartial()) {
+    llvm::json::Array axes;
+    for (StringAttr a : layout.getPartialAxesList())
+      axes.push_back(a.str());
+    partial = llvm::json::Object{
+        {"kind", tp::stringifyReductionKind(layout.getPartialKind()).str()},
+        {"axes", std::move(axes)}};
+  }
+  return llvm::json::Object{{"dims", std::move(dims)},
+                            {"partial", std::move(partial)}};
+}
+
+llvm::json::Value initJson(DictionaryAttr init) {
+  if (!init)
+    return nullptr;
+  llvm::json::Object o;
+  for (NamedAttribute a : init) {
+    if (auto s = dyn_cast<StringAttr>(a.getValue()))
+      o[a.getName().str()] = s.str();
+    else if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+      o[a.getName().str()] = i.getInt();
+    else if (auto f = dyn_cast<FloatAttr>(a.getValue()))
+      o[a.getName().str()] = f.getValueAsDouble();
+  }
+  return std::move(o);
+}
+
+/// The function the model runs: the only public function with a body.
+func::FuncOp getEntry(ModuleOp module) {
+  func::FuncOp entry;
+  for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal() || fn.isPrivate())
+      continue;
+    if (entry)
+      die("the module has several public functions ('" + entry.getSymName() +
+          "', '" + fn.getSymName() + "'); tp-run runs exactly one");
+    entry = fn;
+  }
+  if (!entry)
+    die("the module has no public function with a body");
+  return entry;
+}
+
+/// model.json for a partitioned module, and the C glue of the entry.
+std::pair<llvm::json::Object, std::string> describe(ModuleOp module,
+                                                    int64_t high) {
+  func::FuncOp fn = getEntry(module);
+  llvm::json::Array buffers;
+  std::string glueArgs;
+  int bufferIndex = 0;
+  auto addBuffer = [&](StringRef role, unsigned index, StringRef name,
+                       Type type, DictionaryAttr attrs) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape())
+      die(llvm::formatv("{0} #{1} of '{2}' is not a statically shaped tensor",
+                        role, index, fn.getSymName()));
+    std::string dtype = dtypeName(tensor.getElementType());
+    if (dtype.empty())
+      die(llvm::formatv("{0} #{1} has an element type tp-run cannot feed",
+                        role, index));
+    auto layout = attrs ? attrs.getAs<tp::LayoutAttr>("tp.layout")
+                        : tp::LayoutAttr();
+    auto global =
+        attrs ? attrs.getAs<DenseI64ArrayAttr>("tp.global_shape") : nullptr;
+    SmallVector<int64_t> globalShape =
+        global ? SmallVector<int64_t>(global.asArrayRef())
+               : SmallVector<int64_t>(tensor.getShape());
+    DictionaryAttr init =
+        attrs ? attrs.getAs<DictionaryAttr>("tp.init") : DictionaryAttr();
+    llvm::json::Value initValue = initJson(init);
+    if (!init && role == "input") {
+      Builder b(module.getContext());
+      if (isa<FloatType>(tensor.getElementType()))
+        initValue = llvm::json::Object{
+            {"kind", "normal"}, {"seed", int64_t(1000 + index)}, {"std", 1.0}};
+      else {
+        if (high <= 0)
+          die(llvm::formatv("input #{0} holds integers and has no tp.init; "
+                            "pass --input-high=N (their range)",
+                            index));
+        initValue = llvm::json::Object{{"kind", "integers"},
+                                       {"seed", int64_t(1000 + index)},
+                                       {"high", high}};
+      }
+    }
+    buffers.push_back(llvm::json::Object{
+        {"role", role.str()},
+        {"index", int64_t(index)},
+        {"name", name.str()},
+        {"dtype", dtype},
+        {"global_shape", shapeJson(globalShape)},
+        {"local_shape", shapeJson(tensor.getShape())},
+        {"layout", layoutJson(layout, tensor.getRank())},
+        {"init", std::move(initValue)}});
+    // The memref descriptor of the lowered entry: allocated and aligned
+    // pointers, offset, sizes, strides.
+    std::string b = llvm::formatv("b[{0}]", bufferIndex++).str();
+    glueArgs += (glueArgs.empty() ? "" : ", ") + b + ", " + b + ", 0";
+    int64_t stride = 1;
+    SmallVector<int64_t> strides(tensor.getRank());
+    for (int64_t d = tensor.getRank() - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride *= tensor.getDimSize(d);
+    }
+    for (int64_t s : tensor.getShape())
+      glueArgs += ", " + std::to_string(s);
+    for (int64_t s : strides)
+      glueArgs += ", " + std::to_string(s);
+  };
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    DictionaryAttr attrs = fn.getArgAttrDict(i);
+    bool param = attrs && attrs.get("tp.param");
+    std::string name = ("arg" + Twine(i)).str();
+    if (auto loc = dyn_cast<NameLoc>(fn.getArgument(i).getLoc()))
+      name = loc.getName().str();
+    addBuffer(param ? "param" : "input", i, name, fn.getArgumentTypes()[i],
+              attrs);
+  }
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    addBuffer("output", i, ("result" + Twine(i)).str(),
+              fn.getResultTypes()[i], fn.getResultAttrDict(i));
+
+  std::map<std::string, int64_t> counts = {{"all_reduce", 0},
+                                           {"all_gather", 0},
+                                           {"reduce_scatter", 0},
+                                           {"all_to_all", 0}};
+  fn.walk([&](Operation *op) {
+    if (isa<tp::AllReduceOp>(op))
+      ++counts["all_reduce"];
+    else if (isa<tp::AllGatherOp>(op))
+      ++counts["all_gather"];
+    else if (isa<tp::ReduceScatterOp>(op))
+      ++counts["reduce_scatter"];
+    else if (isa<tp::AllToAllOp>(op))
+      ++counts["all_to_all"];
+  });
+  llvm::json::Object collectives;
+  for (auto &[k, v] : counts)
+    collectives[k] = v;
+
+  llvm::json::Array axes;
+  for (tp::MeshOp mesh : module.getOps<tp::MeshOp>())
+    for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+      axes.push_back(llvm::json::Object{
+          {"name", cast<StringAttr>(name).str()}, {"size", size}});
+  llvm::json::Object model{
+      {"format", "tp-model/1"},
+      {"entry", tp::runtime::kModelEntry.str()},
+      {"mesh", llvm::json::Object{{"axes", std::move(axes)}}},
+      {"buffers", std::move(buffers)},
+      {"collectives", std::move(collectives)}};
+
+  // The glue: every memref argument expanded as the default calling
+  // convention passes it. Prototype with the same argument kinds.
+  std::string proto;
+  for (StringRef part : llvm::split(StringRef(glueArgs), ", ")) {
+    bool pointer = part.starts_with("b[");
+    proto += (proto.empty() ? "" : ", ") +
+             std::string(pointer ? "void *" : "int64_t");
+  }
+  std::string glue =
+      "/* Generated by tp-run: the entry point of docs/model-abi.md. */\n"
+      "#include <stdint.h>\n"
+      "extern void " +
+      fn.getSymName().str() + "(" + proto +
+      ");\n"
+      "int " +
+      tp::runtime::kModelEntry.str() + "(void *const *b) {\n  " +
+      fn.getSymName().str() + "(" + glueArgs +
+      ");\n  return 0;\n}\n";
+  return {std::move(model), glue};
+}
+
+void writeFile(StringRef path, StringRef text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    die("cannot write '" + path + "': " + ec.message());
+  os << text;
+}
+
+std::string findTool(StringRef name, StringRef nextTo) {
+  SmallString<256> path(nextTo);
+  llvm::sys::path::append(path, name);
+  if (llvm::sys::fs::can_execute(path))
+    return std::string(path);
+  if (auto found = llvm::sys::findProgramByName(name))
+    return *found;
+  die("cannot find '" + name + "' (looked next to tp-run and on PATH)");
+}
+
+int runProgram(StringRef program, ArrayRef<std::string> args,
+               std::optional<ArrayRef<StringRef>> env = std::nullopt,
+               StringRef outputFile = "") {
+  SmallVector<StringRef> argv = {program};
+  for (const std::string &a : args)
+    argv.push_back(a);
+  std::string message;
+  std::optional<StringRef> redirects[3] = {std::nullopt, std::nullopt,
+                                           std::nullopt};
+  if (!outputFile.empty())
+    redirects[1] = redirects[2] = outputFile;
+  int rc = llvm::sys::ExecuteAndWait(program, argv, env,
+                                     outputFile.empty()
+                                         ? ArrayRef<std::optional<StringRef>>()
+                                         : ArrayRef(redirects),
+                                     /*secondsToWait=*/timeoutSeconds,
+                                     /*memoryLimit=*/0, &message);
+  if (rc < 0)
+    die(program + " " + llvm::join(args, " ") + ": " +
+        (message.empty() ? std::string("timed out or crashed") : message));
+  return rc;
+}
+
+/// Shards, lowers and builds one program into `dir`; returns model.json.
+llvm::json::Object compile(MLIRContext &context, StringRef source, int devices,
+                           StringRef dir, StringRef clang, int64_t high) {
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source),
+                               SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    die("cannot parse the model", 1);
+
+  auto shard = PassManager::on<ModuleOp>(&context);
+  std::string pipeline = ("tp-shard{tp=" + Twine(devices) + " report=" +
+                          dir + "/plan.json " + std::string(shardOptions) +
+                          "}")
+                             .str();
+  if (failed(parsePassPipeline(pipeline, shard)) ||
+      failed(shard.run(*module)))
+    die(llvm::formatv("sharding for tp={0} failed", devices));
+  auto [model, glue] = describe(*module, high);
+  {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    writeFile((dir + "/model.tp.mlir").str(), text);
+  }
+
+  auto lower = PassManager::on<ModuleOp>(&context);
+  tp::buildLowerCPUPipeline(lower);
+  if (failed(lower.run(*module)))
+    die(llvm::formatv("lowering for tp={0} failed", devices));
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext);
+  if (!llvmModule)
+    die("translation to LLVM IR failed");
+  {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvmModule->print(os, nullptr);
+    writeFile((dir + "/model.ll").str(), text);
+  }
+  writeFile((dir + "/glue.c").str(), glue);
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object(model)));
+  writeFile((dir + "/model.json").str(), json);
+
+  std::string log = (dir + "/clang.log").str();
+  int rc = runProgram(clang,
+                      {"-O2", "-shared", "-fPIC", "-Wno-override-module",
+                       (dir + "/model.ll").str(), (dir + "/glue.c").str(),
+                       "-o", (dir + "/model.so").str(), "-lm"},
+                      std::nullopt, log);
+  if (rc != 0) {
+    auto text = llvm::MemoryBuffer::getFile(log);
+    die("clang failed building model.so" +
+        (text ? ":\n" + (*text)->getBuffer() : Twine()));
+  }
+  return model;
+}
+
+/// One output of tp-runner's --output file.
+struct Output {
+  uint32_t dtype;
+  std::vector<int64_t> shape;
+  std::vector<double> values;
+};
+
+std::vector<Output> readOutputs(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    die("cannot read '" + path + "'");
+  StringRef data = (*buffer)->getBuffer();
+  std::vector<Output> outputs;
+  size_t at = 0;
+  auto take = [&](void *dst, size_t n) {
+    if (at + n > data.size())
+      die("'" + path + "' is truncated");
+    std::memcpy(dst, data.data() + at, n);
+    at += n;
+  };
+  while (at < data.size()) {
+    uint32_t magic, dtype, rank;
+    take(&magic, 4);
+    if (magic != 0x54504F55)
+      die("'" + path + "' is not a tp-runner output file");
+    take(&dtype, 4);
+    take(&rank, 4);
+    Output out{dtype, std::vector<int64_t>(rank), {}};
+    int64_t n = 1;
+    for (uint32_t d = 0; d < rank; ++d) {
+      take(&out.shape[d], 8);
+      n *= out.shape[d];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      double v = 0;
+      switch (dtype) {
+      case 0: { float f; take(&f, 4); v = f; break; }
+      case 3: { double d; take(&d, 8); v = d; break; }
+      case 4: { int32_t x; take(&x, 4); v = x; break; }
+      case 5: { int64_t x; take(&x, 8); v = double(x); break; }
+      case 1: { // f16
+        uint16_t h; take(&h, 2);
+        uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 31, man = h & 1023;
+        double m = exp ? (1 + man / 1024.0) * std::ldexp(1.0, int(exp) - 15)
+                       : man / 1024.0 * std::ldexp(1.0, -14);
+        if (exp == 31) m = man ? NAN : INFINITY;
+        v = sign ? -m : m;
+        break;
+      }
+      case 2: { // bf16
+        uint16_t h; take(&h, 2);
+        uint32_t bits = uint32_t(h) << 16; float f;
+        std::memcpy(&f, &bits, 4); v = f;
+        break;
+      }
+      default: die(llvm::formatv("'{0}': unknown dtype code {1}", path, dtype));
+      }
+      out.values.push_back(v);
+    }
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tp-run: shard a model for N devices, compile it and run it on N "
+      "ranks\n\n  tp-run model.mlir --tp 4 --check\n"
+      "  tp-run --preset gpt2-tiny --gen=--with-embedding --gen=--with-loss "
+      "--tp 4 --check\n");
+  if (devices < 1)
+    die("--tp must be at least 1");
+  if (backend != "cpu")
+    die("--backend " + backend +
+        " is not available in this build (cpu runs ranks as processes)");
+  if (inputFile.empty() == preset.empty())
+    die("give either a model file or --preset");
+
+  std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
+  StringRef binDir = llvm::sys::path::parent_path(self);
+
+  // The work folder.
+  SmallString<256> work(workDir);
+  if (work.empty()) {
+    if (llvm::sys::fs::createUniqueDirectory("tp-run", work))
+      die("cannot create a temporary folder");
+  } else if (llvm::sys::fs::create_directories(work)) {
+    die("cannot create '" + work + "'");
+  }
+
+  // 1. The model.
+  std::string source;
+  int64_t high = inputHigh;
+  if (!preset.empty()) {
+    std::string genOut = (work + "/model.mlir").str();
+    std::vector<std::string> args = {"--preset", preset, "-o", genOut};
+    for (const std::string &o : genOptions)
+      args.push_back(o);
+    if (runProgram(findTool("tp-gen", binDir), args) != 0)
+      die("tp-gen failed");
+    inputFile = genOut;
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(inputFile);
+  if (!buffer)
+    die("cannot read '" + inputFile + "'");
+  source = (*buffer)->getBuffer().str();
+  // tp-gen writes its full command on the first line: the vocabulary is the
+  // range of token ids.
+  if (high <= 0) {
+    StringRef first = StringRef(source).split('\n').first;
+    size_t at = first.find("--vocab ");
+    if (first.starts_with("// tp-gen") && at != StringRef::npos)
+      first.drop_front(at + 8).split(' ').first.getAsInteger(10, high);
+  }
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  tp::registerTPDialects(registry);
+  tp::registerTPPasses();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string clang = findTool("clang-22", "/usr/lib/llvm-22/bin");
+  std::string runner = findTool("tp-runner", binDir);
+  std::string mpirun = "";
+
+  // 2. Compile for N (and 1).
+  std::string dirN = (work + "/tp" + Twine(int(devices))).str();
+  llvm::sys::fs::create_directories(dirN);
+  llvm::json::Object model = compile(context, source, devices, dirN, clang, high);
+  std::string dir1 = (work + "/tp1").str();
+  if (check) {
+    llvm::sys::fs::create_directories(dir1);
+    compile(context, source, 1, dir1, clang, high);
+  }
+
+  // Plan summary.
+  llvm::outs() << "tp-run: model " << inputFile << ", " << devices
+               << " devices, work folder " << work << "\n";
+  if (auto *c = model.getObject("collectives"))
+    llvm::outs() << llvm::formatv(
+        "plan: {0} all-reduce, {1} all-gather, {2} reduce-scatter, {3} "
+        "all-to-all per step\n",
+        c->getInteger("all_reduce").value_or(0),
+        c->getInteger("all_gather").value_or(0),
+        c->getInteger("reduce_scatter").value_or(0),
+        c->getInteger("all_to_all").value_or(0));
+
+  // 3. Run on N ranks.
+  std::string outN = dirN + "/outputs.bin";
+  std::vector<std::string> runnerArgs = {dirN, "--output", outN, "--steps",
+                                         std::to_string(steps)};
+  int rc;
+  if (devices == 1) {
+    std::vector<std::string> args = runnerArgs;
+    args.push_back("--backend");
+    args.push_back("single");
+    rc = runProgram(runner, args);
+  } else {
+    std::string launcher = findTool("mpirun", "/usr/bin");
+    std::vector<std::string> args = {
+        "--oversubscribe", "--mca", "btl", "self,vader", "--mca", "pml",
+        "ob1", "-np", std::to_string(int(devices)), runner};
+    args.insert(args.end(), runnerArgs.begin(), runnerArgs.end());
+    std::vector<std::string> envStrings;
+    for (char **e = environ; *e; ++e)
+      envStrings.push_back(*e);
+    envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
+    envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
+    SmallVector<StringRef> env(envStrings.begin(), envStrings.end());
+    rc = runProgram(launcher, args, ArrayRef<StringRef>(env));
+  }
+  if (rc != 0)
+    die(llvm::formatv("the run on {0} ranks failed (exit code {1})", int(devices),
+                      rc));
+
+  // 4. Compare with the unsharded run.
+  if (check) {
+    std::string out1 = dir1 + "/outputs.bin";
+    if (runProgram(runner, {dir1, "--output", out1, "--backend", "single"}) !=
+        0)
+      die("the unsharded run failed");
+    std::vector<Output> a = readOutputs(outN), b = readOutputs(out1);
+    if (a.size() != b.size())
+      die("the sharded and unsharded runs have different outputs");
+    bool ok = true;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].shape != b[i].shape)
+        die(llvm::formatv("output #{0} has different shapes", i));
+      double maxAbs = 0, maxRef = 0;
+      for (size_t j = 0; j < a[i].values.size(); ++j) {
+        maxAbs = std::max(maxAbs, std::fabs(a[i].values[j] - b[i].values[j]));
+        maxRef = std::max(maxRef, std::fabs(b[i].values[j]));
+      }
+      double rel = maxRef > 0 ? maxAbs / maxRef : maxAbs;
+      double limit = tolerance >= 0 ? double(tolerance)
+                     : (a[i].dtype == 1 || a[i].dtype == 2) ? 2e-2
+                                                             : 1e-5;
+      bool pass = rel <= limit && std::isfinite(rel);
+      ok &= pass;
+      llvm::outs() << llvm::formatv(
+          "check: output #{0} ({1} values): max abs error {2:e3}, relative "
+          "{3:e3} (limit {4:e1}) {5}\n",
+          i, a[i].values.size(), maxAbs, rel, limit, pass ? "ok" : "FAIL");
+    }
+    if (!ok)
+      die("tp=" + Twine(int(devices)) + " does not match the unsharded program");
+  }
+  return 0;
+}
