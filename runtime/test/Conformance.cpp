@@ -149,12 +149,6 @@ std::vector<char> makeInput(tprt_dtype dtype, int rank, const Shape &shape) {
   return buffer;
 }
 
-double combine(tprt_reduction op, double a, double b) {
-  return op == TPRT_SUM   ? a + b
-         : op == TPRT_MAX ? std::max(a, b)
-                          : std::min(a, b);
-}
-
 /// Half an ulp of `value` in a 16-bit float, relative: sums of f16/bf16
 /// must be rounded once from the exact sum.
 double relativeTolerance(tprt_dtype dtype) {
@@ -171,6 +165,19 @@ struct TestGroup {
   std::string name;
   int size() const { return static_cast<int>(members.size()); }
 };
+
+/// The reduction over the group's members of their inputs at element `i`.
+double reduceInputs(const TestGroup &g, tprt_dtype dtype, tprt_reduction op,
+                    int64_t i) {
+  double value = inputValue(dtype, g.members[0], i);
+  for (int m = 1; m < g.size(); ++m) {
+    double next = inputValue(dtype, g.members[m], i);
+    value = op == TPRT_SUM   ? value + next
+            : op == TPRT_MAX ? std::max(value, next)
+                             : std::min(value, next);
+  }
+  return value;
+}
 
 class Suite {
 public:
@@ -279,11 +286,7 @@ void Suite::testAllReduce(const TestGroup &g, tprt_dtype dtype,
     return check(false, what, tprt_last_error());
   compare(what, dtype, isHalf(dtype) && op == TPRT_SUM, target, shape,
           [&](const Index &index) {
-            int64_t i = ravel(index, shape);
-            double value = inputValue(dtype, g.members[0], i);
-            for (int m = 1; m < g.size(); ++m)
-              value = combine(op, value, inputValue(dtype, g.members[m], i));
-            return value;
+            return reduceInputs(g, dtype, op, ravel(index, shape));
           });
 }
 
@@ -327,11 +330,7 @@ void Suite::testReduceScatter(const TestGroup &g, tprt_dtype dtype,
           [&](const Index &index) {
             Index source = index;
             source[dim] += g.index * outShape[dim];
-            int64_t i = ravel(source, shape);
-            double value = inputValue(dtype, g.members[0], i);
-            for (int m = 1; m < g.size(); ++m)
-              value = combine(op, value, inputValue(dtype, g.members[m], i));
-            return value;
+            return reduceInputs(g, dtype, op, ravel(source, shape));
           });
 }
 

@@ -1,7 +1,8 @@
 //===- tp-run.cpp - shard, compile and run a model on N ranks ---*- C++ -*-===//
 //
 //   tp-run model.mlir | --preset P [tp-gen options]
-//          --tp N [--backend cpu] [--check] [--steps K] [--timeout S]
+//          --tp N [--dp D] [--backend cpu] [--check] [--steps K]
+//          [--timeout S]
 //          [--work-dir DIR] [shard options]
 //
 // 1. Gets the model (a file, or tp-gen with the given options).
@@ -61,6 +62,11 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("[model.mlir]"),
                                       cl::init(""), cl::cat(category));
 static cl::opt<int> devices("tp", cl::desc("Number of devices (ranks)"),
                        cl::init(2), cl::cat(category));
+static cl::opt<int> dp("dp",
+                       cl::desc("Data-parallel degree: a [dp, tp] mesh with "
+                                "every input split over \"dp\" on its first "
+                                "dimension (default 1: a 1-D tp mesh)"),
+                       cl::init(1), cl::cat(category));
 static cl::opt<std::string> backend("backend",
                                     cl::desc("Execution backend: cpu"),
                                     cl::init("cpu"), cl::cat(category));
@@ -368,10 +374,37 @@ llvm::json::Object compile(MLIRContext &context, StringRef source, int devices,
   if (!module)
     die("cannot parse the model", 1);
 
+  // With --dp, a [dp, tp] mesh and the inputs split over "dp" on their
+  // first (batch) dimension; the planner does the rest.
+  std::string meshOption = ("tp=" + Twine(devices)).str();
+  int64_t dataDevices = devices == 1 ? 1 : dp;
+  if (dataDevices > 1) {
+    if (devices % dataDevices != 0)
+      die(llvm::formatv("--dp {0} does not divide --tp {1} devices",
+                        dataDevices, devices));
+    OpBuilder builder = OpBuilder::atBlockBegin(module->getBody());
+    tp::MeshOp::create(builder, module->getLoc(),
+                       builder.getStringAttr("mesh"),
+                       builder.getStrArrayAttr({"dp", "tp"}),
+                       builder.getDenseI64ArrayAttr(
+                           {dataDevices, devices / dataDevices}));
+    func::FuncOp fn = getEntry(*module);
+    auto meshRef = FlatSymbolRefAttr::get(&context, "mesh");
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      if (!type || fn.getArgAttr(i, "tp.param") || type.getRank() == 0 ||
+          type.getDimSize(0) % dataDevices != 0)
+        continue;
+      SmallVector<SmallVector<StringAttr>> dims(type.getRank());
+      dims[0].push_back(builder.getStringAttr("dp"));
+      fn.setArgAttr(i, "tp.layout",
+                    tp::LayoutAttr::get(&context, meshRef, dims));
+    }
+    meshOption = "mesh=mesh";
+  }
   auto shard = PassManager::on<ModuleOp>(&context);
-  std::string pipeline = ("tp-shard{tp=" + Twine(devices) + " report=" +
-                          dir + "/plan.json " + std::string(shardOptions) +
-                          "}")
+  std::string pipeline = ("tp-shard{" + meshOption + " report=" + dir +
+                          "/plan.json " + std::string(shardOptions) + "}")
                              .str();
   if (failed(parsePassPipeline(pipeline, shard)) ||
       failed(shard.run(*module)))
@@ -496,6 +529,8 @@ int main(int argc, char **argv) {
       "--tp 4 --check\n");
   if (devices < 1)
     die("--tp must be at least 1");
+  if (dp < 1)
+    die("--dp must be at least 1");
   if (backend != "cpu")
     die("--backend " + backend +
         " is not available in this build (cpu runs ranks as processes)");

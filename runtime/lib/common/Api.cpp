@@ -126,27 +126,24 @@ TPRT_EXPORT tprt_status tprt_finalize(tprt_context *ctx) {
 
 TPRT_EXPORT tprt_status tprt_rank(tprt_context *ctx, int *out) {
   ApiScope scope("tprt_rank");
-  if (!ctx || !out)
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                !ctx ? "ctx" : "out");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
   *out = ctx->backend->rank();
   return TPRT_OK;
 }
 
 TPRT_EXPORT tprt_status tprt_size(tprt_context *ctx, int *out) {
   ApiScope scope("tprt_size");
-  if (!ctx || !out)
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                !ctx ? "ctx" : "out");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
   *out = ctx->backend->size();
   return TPRT_OK;
 }
 
 TPRT_EXPORT tprt_status tprt_backend_name(tprt_context *ctx, const char **out) {
   ApiScope scope("tprt_backend_name");
-  if (!ctx || !out)
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                !ctx ? "ctx" : "out");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
   *out = ctx->backend->name();
   return TPRT_OK;
 }
@@ -157,9 +154,8 @@ TPRT_EXPORT tprt_status tprt_backend_name(tprt_context *ctx, const char **out) {
 
 TPRT_EXPORT tprt_status tprt_group_world(tprt_context *ctx, tprt_group **out) {
   ApiScope scope("tprt_group_world");
-  if (!ctx || !out)
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                !ctx ? "ctx" : "out");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
   *out = ctx->world;
   return TPRT_OK;
 }
@@ -169,11 +165,9 @@ TPRT_EXPORT tprt_status tprt_group_create(tprt_context *ctx,
                                           const int *ranks, tprt_group **out) {
   ApiScope scope("tprt_group_create");
   return guard([&]() -> tprt_status {
-    if (!ctx || !ranks || !out)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                  !ctx     ? "ctx"
-                  : !ranks ? "ranks"
-                           : "out");
+    if (tprt_status status =
+            checkNotNull({{"ctx", ctx}, {"ranks", ranks}, {"out", out}}))
+      return status;
     if (num_ranks_in_group < 1 || num_ranks_in_group > ctx->backend->size())
       return fail(TPRT_ERROR_INVALID_ARGUMENT,
                   "num_ranks_in_group is %d, expected 1 to %d",
@@ -189,9 +183,8 @@ TPRT_EXPORT tprt_status tprt_group_for_axes(tprt_context *ctx, int mesh_rank,
                                             tprt_group **out) {
   ApiScope scope("tprt_group_for_axes");
   return guard([&]() -> tprt_status {
-    if (!ctx || !out)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                  !ctx ? "ctx" : "out");
+    if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+      return status;
     if (mesh_rank < 0 || mesh_rank > TPRT_MAX_RANK)
       return fail(TPRT_ERROR_INVALID_ARGUMENT,
                   "mesh_rank is %d, expected 0 to %d", mesh_rank,
@@ -263,18 +256,16 @@ TPRT_EXPORT tprt_status tprt_group_for_axes(tprt_context *ctx, int mesh_rank,
 
 TPRT_EXPORT tprt_status tprt_group_rank(tprt_group *group, int *out) {
   ApiScope scope("tprt_group_rank");
-  if (!group || !out)
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                !group ? "group" : "out");
+  if (tprt_status status = checkNotNull({{"group", group}, {"out", out}}))
+    return status;
   *out = group->index;
   return TPRT_OK;
 }
 
 TPRT_EXPORT tprt_status tprt_group_size(tprt_group *group, int *out) {
   ApiScope scope("tprt_group_size");
-  if (!group || !out)
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                !group ? "group" : "out");
+  if (tprt_status status = checkNotNull({{"group", group}, {"out", out}}))
+    return status;
   *out = group->size();
   return TPRT_OK;
 }
@@ -357,18 +348,16 @@ TPRT_EXPORT tprt_status tprt_timer_start(tprt_context *ctx) {
 
 TPRT_EXPORT tprt_status tprt_timer_elapsed(tprt_context *ctx, double *out) {
   ApiScope scope("tprt_timer_elapsed");
-  if (!ctx || !out)
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                !ctx ? "ctx" : "out");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
   *out = secondsSince(ctx->timerStart);
   return TPRT_OK;
 }
 
 TPRT_EXPORT tprt_status tprt_stats_get(tprt_context *ctx, tprt_stats *out) {
   ApiScope scope("tprt_stats_get");
-  if (!ctx || !out)
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                !ctx ? "ctx" : "out");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
   *out = ctx->stats;
   return TPRT_OK;
 }
@@ -384,9 +373,8 @@ TPRT_EXPORT tprt_status tprt_stats_reset(tprt_context *ctx) {
 TPRT_EXPORT tprt_status tprt_alloc(tprt_context *ctx, size_t bytes,
                                    void **out) {
   ApiScope scope("tprt_alloc");
-  if (!ctx || !out)
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                !ctx ? "ctx" : "out");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
   return ctx->backend->allocate(bytes, out);
 }
 

@@ -234,9 +234,8 @@ tprt_status Call::check(int groupSize) {
 }
 
 tprt_status checkHandles(tprt_context *ctx, tprt_group *group) {
-  if (!ctx || !group)
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                !ctx ? "ctx" : "group");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"group", group}}))
+    return status;
   if (group->ctx != ctx)
     return fail(TPRT_ERROR_INVALID_ARGUMENT,
                 "the group belongs to another context");

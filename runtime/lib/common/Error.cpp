@@ -43,6 +43,14 @@ tprt_status tprt::fail(tprt_status code, const char *format, ...) {
   return code;
 }
 
+tprt_status tprt::checkNotNull(
+    std::initializer_list<std::pair<const char *, const void *>> args) {
+  for (const auto &[name, pointer] : args)
+    if (!pointer)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null", name);
+  return TPRT_OK;
+}
+
 extern "C" TPRT_API const char *tprt_last_error(void) {
   return lastError.c_str();
 }

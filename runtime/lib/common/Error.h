@@ -13,7 +13,9 @@
 #include "tprt/tprt.h"
 
 #include <exception>
+#include <initializer_list>
 #include <new>
+#include <utility>
 
 namespace tprt {
 
@@ -33,6 +35,11 @@ private:
 /// returns `code`.
 tprt_status fail(tprt_status code, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
+
+/// Fails with "<name> is null" for the first null pointer of the (name,
+/// pointer) pairs, in order; TPRT_OK when none is null.
+tprt_status
+checkNotNull(std::initializer_list<std::pair<const char *, const void *>> args);
 
 /// Runs `body` and turns escaping exceptions into status codes.
 template <typename Body> tprt_status guard(Body &&body) noexcept {
