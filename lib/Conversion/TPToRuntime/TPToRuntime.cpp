@@ -14,6 +14,8 @@
 #include "tp/Dialect/TP/IR/TPOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
@@ -60,6 +62,7 @@ private:
   func::FuncOp getCallee(StringRef name, TypeRange inputs, TypeRange results);
   FailureOr<int64_t> axesMask(Operation *op, FlatSymbolRefAttr meshRef,
                               ArrayAttr axes);
+  void lowerMatmul(linalg::MatmulOp matmul);
   LogicalResult lowerCollective(Operation *op, StringRef name,
                                 ArrayRef<int64_t> scalars,
                                 ArrayRef<bool> scalarIs32);
@@ -146,7 +149,99 @@ LogicalResult Lowering::lowerCollective(Operation *op, StringRef name,
   return success();
 }
 
+/// The transposes of a 2-D matmul's operands read off its indexing maps, or
+/// nullopt when it is not a plain (possibly transposed) product.
+static std::optional<std::pair<bool, bool>>
+getTransposes(linalg::MatmulOp matmul) {
+  SmallVector<AffineMap> maps = matmul.getIndexingMapsArray();
+  MLIRContext *ctx = matmul.getContext();
+  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+             k = getAffineDimExpr(2, ctx);
+  auto is = [&](AffineMap map, AffineExpr a, AffineExpr b) {
+    return map.getNumDims() == 3 && map.getNumResults() == 2 &&
+           map.getResult(0) == a && map.getResult(1) == b;
+  };
+  if (!is(maps[2], m, n))
+    return std::nullopt;
+  bool transA, transB;
+  if (is(maps[0], m, k))
+    transA = false;
+  else if (is(maps[0], k, m))
+    transA = true;
+  else
+    return std::nullopt;
+  if (is(maps[1], k, n))
+    transB = false;
+  else if (is(maps[1], n, k))
+    transB = true;
+  else
+    return std::nullopt;
+  return std::make_pair(transA, transB);
+}
+
+/// A matmul whose init is a fill of zero, on static 2-D floating-point
+/// tensors, becomes a call of the runtime's GEMM (cuBLAS on GPUs, OpenBLAS
+/// here). Others stay linalg and become loops.
+void Lowering::lowerMatmul(linalg::MatmulOp matmul) {
+  if (!matmul.hasPureTensorSemantics() || matmul->getNumResults() != 1)
+    return;
+  std::optional<std::pair<bool, bool>> transposes = getTransposes(matmul);
+  auto fill = matmul.getOutputs()[0].getDefiningOp<linalg::FillOp>();
+  if (!transposes || !fill || !matchPattern(fill.value(), m_AnyZeroFloat()))
+    return;
+  Value a = matmul.getInputs()[0], b = matmul.getInputs()[1];
+  auto resultType = cast<RankedTensorType>(matmul.getResult(0).getType());
+  Type element = resultType.getElementType();
+  std::optional<std::string> suffix = runtime::getElementSuffix(element);
+  if (!suffix || !isa<FloatType>(element))
+    return;
+  for (Value v : {a, b})
+    if (!cast<RankedTensorType>(v.getType()).hasStaticShape() ||
+        cast<RankedTensorType>(v.getType()).getElementType() != element)
+      return;
+  if (!resultType.hasStaticShape())
+    return;
+  OpBuilder builder(matmul);
+  Location loc = matmul.getLoc();
+  auto unranked = UnrankedMemRefType::get(element, nullptr);
+  SmallVector<Value> args;
+  auto i32 = [&](int64_t v) {
+    return arith::ConstantOp::create(builder, loc,
+                                     builder.getI32IntegerAttr(int32_t(v)));
+  };
+  args.push_back(i32(transposes->first));
+  args.push_back(i32(transposes->second));
+  for (Value v : {a, b}) {
+    auto type = cast<RankedTensorType>(v.getType());
+    Value copy = bufferization::AllocTensorOp::create(
+        builder, loc, type, ValueRange(), v, Value(), Attribute());
+    Value buffer = bufferization::ToBufferOp::create(
+        builder, loc, MemRefType::get(type.getShape(), element), copy,
+        /*readOnly=*/true);
+    args.push_back(memref::CastOp::create(builder, loc, unranked, buffer));
+  }
+  Value out = memref::AllocOp::create(
+      builder, loc, MemRefType::get(resultType.getShape(), element));
+  args.push_back(memref::CastOp::create(builder, loc, unranked, out));
+  SmallVector<Type> argTypes(2, builder.getI32Type());
+  argTypes.append(3, unranked);
+  func::CallOp::create(
+      builder, loc,
+      getCallee(runtime::getCollectiveSymbol("gemm", *suffix), argTypes,
+                TypeRange()),
+      args);
+  Value result = bufferization::ToTensorOp::create(builder, loc, resultType,
+                                                   out, true, true);
+  matmul.getResult(0).replaceAllUsesWith(result);
+  matmul.erase();
+}
+
 LogicalResult Lowering::run() {
+  SmallVector<linalg::MatmulOp> matmuls;
+  module.walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
+  for (linalg::MatmulOp matmul : matmuls)
+    lowerMatmul(matmul);
+
   SmallVector<Operation *> ops;
   module.walk([&](Operation *op) {
     if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, SliceOp,

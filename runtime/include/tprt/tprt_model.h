@@ -39,7 +39,9 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
 
 /* Collectives on unranked memrefs, one entry point per element type
  * (f32, f16, bf16, f64, i64, i32). `kind`: 0 sum, 1 max, 2 min (the
- * tp dialect's ReductionKind). */
+ * tp dialect's ReductionKind). tprt_mlir_gemm_* computes the 2-D product
+ * C = op(A) op(B) (op transposes when trans_x is non-zero) with tprt_gemm;
+ * the integer variants fail (tprt_gemm has no integer product). */
 #define TPRT_MODEL_COLLECTIVES(SUFFIX)                                         \
   TPRT_API void tprt_mlir_all_reduce_##SUFFIX(                                \
       int32_t kind, int64_t axes_mask, int64_t in_rank, void *in_desc,         \
@@ -55,7 +57,10 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
       int64_t in_rank, void *in_desc, int64_t out_rank, void *out_desc);       \
   TPRT_API void tprt_mlir_slice_##SUFFIX(                                     \
       int64_t dim, int64_t axes_mask, int64_t in_rank, void *in_desc,          \
-      int64_t out_rank, void *out_desc);
+      int64_t out_rank, void *out_desc);                                       \
+  TPRT_API void tprt_mlir_gemm_##SUFFIX(                                      \
+      int32_t trans_a, int32_t trans_b, int64_t a_rank, void *a_desc,          \
+      int64_t b_rank, void *b_desc, int64_t c_rank, void *c_desc);
 
 TPRT_MODEL_COLLECTIVES(f32)
 TPRT_MODEL_COLLECTIVES(f16)

@@ -175,6 +175,26 @@ void slice(tprt_dtype dtype, int64_t dim, int64_t axes, int64_t inRank,
                 size_t(block * inner) * bytes);
 }
 
+/// C = op(A) op(B) on 2-D contiguous buffers.
+void gemm(tprt_dtype dtype, int32_t transA, int32_t transB, int64_t aRank,
+          void *aDesc, int64_t bRank, void *bDesc, int64_t cRank,
+          void *cDesc) {
+  const char *op = "gemm";
+  size_t bytes = bytesOf(dtype);
+  if (aRank != 2 || bRank != 2 || cRank != 2)
+    fail(op, "operands must be 2-D");
+  Tensor a = readDescriptor(aRank, aDesc, bytes, op);
+  Tensor b = readDescriptor(bRank, bDesc, bytes, op);
+  Tensor c = readDescriptor(cRank, cDesc, bytes, op);
+  int64_t m = c.shape[0], n = c.shape[1];
+  int64_t k = transA ? a.shape[0] : a.shape[1];
+  if (!binding().ctx)
+    fail(op, "the runtime is not bound (call tprt_model_bind)");
+  check(tprt_gemm(binding().ctx, dtype, transA, transB, m, n, k, 1.0f, a.data,
+                  a.shape[1], b.data, b.shape[1], 0.0f, c.data, n, nullptr),
+        op);
+}
+
 } // namespace
 
 extern "C" {
@@ -224,6 +244,11 @@ int64_t tprt_mlir_axis_index(int64_t axes_mask) {
                                 void *inDesc, int64_t outRank,                \
                                 void *outDesc) {                              \
     slice(DTYPE, dim, axes, inRank, inDesc, outRank, outDesc);                \
+  }                                                                            \
+  void tprt_mlir_gemm_##SUFFIX(int32_t transA, int32_t transB, int64_t aRank, \
+                               void *aDesc, int64_t bRank, void *bDesc,       \
+                               int64_t cRank, void *cDesc) {                  \
+    gemm(DTYPE, transA, transB, aRank, aDesc, bRank, bDesc, cRank, cDesc);    \
   }
 
 TPRT_DEFINE_MODEL_COLLECTIVES(f32, TPRT_F32)
