@@ -9,6 +9,8 @@
 
 #include "tprt/tprt_model.h"
 
+#include "common/DType.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -94,20 +96,7 @@ tprt_reduction reduction(int32_t kind) {
   return kind == 1 ? TPRT_MAX : kind == 2 ? TPRT_MIN : TPRT_SUM;
 }
 
-size_t bytesOf(tprt_dtype dtype) {
-  switch (dtype) {
-  case TPRT_F32:
-  case TPRT_I32:
-    return 4;
-  case TPRT_F16:
-  case TPRT_BF16:
-    return 2;
-  case TPRT_F64:
-  case TPRT_I64:
-    return 8;
-  }
-  return 4;
-}
+size_t bytesOf(tprt_dtype dtype) { return tprt::dtypeSize(dtype); }
 
 void allReduce(tprt_dtype dtype, int32_t kind, int64_t axes, int64_t inRank,
                void *inDesc, int64_t outRank, void *outDesc) {
