@@ -13,7 +13,7 @@ PACKAGES=(
   # runtime backends and solvers
   libopenmpi-dev openmpi-bin coinor-libcbc-dev libopenblas-dev
   # tests
-  libgtest-dev python3-numpy
+  libgtest-dev python3-numpy python3-matplotlib
 )
 
 missing=()

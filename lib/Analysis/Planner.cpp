@@ -1241,6 +1241,7 @@ FailureOr<Plan> PlanBuilder::run() {
     const Strategy &s = node.strategies[solution.choice[n]];
     totals.computeTime += s.compute;
     totals.paramBytesPerDevice += s.paramBytes;
+    totals.activationBytesAllPerDevice += s.activationBytes;
     switch (node.kind) {
     case NodeKind::Argument:
       plan.argLayouts[node.index] = s.results[0];
@@ -1533,6 +1534,7 @@ llvm::json::Object mlir::tp::getPlanReport(const Plan &plan,
       {"param_bytes_per_device", t.paramBytesPerDevice},
       {"param_bytes_total", t.paramBytesTotal},
       {"peak_activation_bytes_per_device", t.activationBytesPerDevice},
+      {"activation_bytes_all_per_device", t.activationBytesAllPerDevice},
       {"memory_budget_bytes", t.memoryBudget}};
   Array remarks;
   for (const std::string &r : plan.remarks)

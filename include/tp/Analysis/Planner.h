@@ -84,6 +84,9 @@ struct PlanTotals {
   double paramBytesPerDevice = 0;
   double paramBytesTotal = 0;
   double activationBytesPerDevice = 0;
+  /// Every op result's bytes per device (views excluded): what a training
+  /// step would keep for the backward pass if it kept everything.
+  double activationBytesAllPerDevice = 0;
   double memoryBudget = 0; // 0: none
   int64_t numCollectives = 0;
 };
