@@ -7,7 +7,7 @@ set -euo pipefail
 
 PACKAGES=(
   # LLVM / MLIR 22 (bookworm-security carries 22.1.x)
-  llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22
+  llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22 libclang-rt-22-dev
   # build tools
   cmake ninja-build ccache
   # runtime backends and solvers

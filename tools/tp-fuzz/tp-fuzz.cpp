@@ -1,0 +1,85 @@
+//===- tp-fuzz.cpp - libFuzzer target for the tp-shard pipeline -*- C++ -*-===//
+//
+// Input: one option byte block, then MLIR text. The first four bytes pick
+// the pipeline options (tp, sequence parallelism, memory constraint,
+// padding); the rest is parsed as a module and, when it parses and
+// verifies, planned, partitioned and optimised. Diagnostics are swallowed:
+// the only failures are crashes and sanitizer reports. After a successful
+// pipeline the result must pass --tp-verify-partitioned (the pipeline ends
+// with it) and print, re-parse and verify again.
+//
+// Built with -fsanitize=fuzzer,address,undefined when TP_BUILD_FUZZER is on
+// (clang); bench/fuzz.sh runs it seeded with the lit inputs and tp-gen
+// models.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tp/Dialect/TP/Transforms/Passes.h"
+#include "tp/InitTP.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+using namespace mlir;
+
+static MLIRContext &getContext() {
+  static MLIRContext *context = [] {
+    DialectRegistry registry;
+    registerAllDialects(registry);
+    registerAllExtensions(registry);
+    tp::registerTPDialects(registry);
+    tp::registerTPPasses();
+    auto *ctx = new MLIRContext(registry);
+    ctx->loadAllAvailableDialects();
+    ctx->printOpOnDiagnostic(false);
+    // Diagnostics are expected on most inputs; keep them quiet.
+    ctx->getDiagEngine().registerHandler([](Diagnostic &) { return success(); });
+    return ctx;
+  }();
+  return *context;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 4)
+    return 0;
+  MLIRContext &context = getContext();
+  tp::ShardPipelineOptions options;
+  options.tp = 1 + data[0] % 8;
+  static const char *sp[] = {"auto", "on", "off"};
+  options.sequenceParallel = sp[data[1] % 3];
+  options.memoryBudget = data[2] % 4 == 0 ? "none" : "";
+  options.allowPadding = data[3] % 2 == 0;
+  options.paramShare = 1.0 + (data[3] >> 1) % 4 * 0.05;
+  std::string text(reinterpret_cast<const char *>(data + 4), size - 4);
+
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(text, ParserConfig(&context));
+  if (!module || failed(verify(*module)))
+    return 0;
+  PassManager pm(&context, ModuleOp::getOperationName());
+  tp::buildShardPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return 0;
+  // The result re-parses and verifies.
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  module->print(os);
+  OwningOpRef<ModuleOp> again =
+      parseSourceString<ModuleOp>(printed, ParserConfig(&context));
+  if (!again || failed(verify(*again))) {
+    llvm::errs() << "tp-fuzz: the partitioned program does not re-parse:\n"
+                 << printed << "\n";
+    std::abort();
+  }
+  return 0;
+}
