@@ -745,7 +745,7 @@ void PlanBuilder::addResultNodes(func::ReturnOp ret) {
 
 LogicalResult PlanBuilder::buildNodes() {
   if (!func.getBody().hasOneBlock())
-    return func.emitError()
+    return emitError(func.getLoc())
            << "tp-propagate supports functions with a single block; '"
            << func.getSymName() << "' has "
            << func.getBody().getBlocks().size();
@@ -778,6 +778,60 @@ LogicalResult PlanBuilder::buildNodes() {
 /// Contradicting pins: a value pinned twice with different layouts, or an
 /// argument pinned by `tp.layout` and a `tp.annotate` that disagree.
 LogicalResult PlanBuilder::checkPins() {
+  // A pin that splits a dimension its devices cannot share: fewer elements
+  // than devices, or a remainder without padding (or over several axes).
+  auto checkSplit = [&](LayoutAttr layout, RankedTensorType type,
+                        auto emit) -> LogicalResult {
+    if (!layout || !type)
+      return success();
+    for (int64_t d = 0; d < layout.getRank(); ++d) {
+      SmallVector<StringAttr> axes = layout.getDimAxes(d);
+      int64_t group = 1;
+      for (StringAttr axis : axes)
+        if (std::optional<int64_t> n = mesh.getAxisSize(axis.getValue()))
+          group *= *n;
+      int64_t size = type.getDimSize(d);
+      if (group == 1 || ShapedType::isDynamic(size))
+        continue;
+      std::string why;
+      if (size < group)
+        why = "fewer elements than devices";
+      else if (size % group != 0 && !options.allowPadding)
+        why = "the devices do not divide it and allow-padding=false";
+      else if (size % group != 0 && axes.size() > 1)
+        why = "the devices do not divide it (padding covers one axis only)";
+      if (!why.empty())
+        return emit() << "pinned layout " << layout << " splits dimension "
+                      << d << " of size " << size << " over " << group
+                      << " devices: " << why;
+    }
+    return success();
+  };
+  for (BlockArgument arg : func.getArguments()) {
+    auto pinned = func.getArgAttrOfType<LayoutAttr>(
+        arg.getArgNumber(), TPDialect::getLayoutAttrName());
+    if (failed(checkSplit(pinned, dyn_cast<RankedTensorType>(arg.getType()),
+                          [&] {
+                            return emitError(func.getLoc())
+                                   << "argument #" << arg.getArgNumber()
+                                   << ": ";
+                          })))
+      return failure();
+  }
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    auto pinned = func.getResultAttrOfType<LayoutAttr>(
+        i, TPDialect::getLayoutAttrName());
+    if (failed(checkSplit(
+            pinned, dyn_cast<RankedTensorType>(func.getResultTypes()[i]),
+            [&] { return emitError(func.getLoc()) << "result #" << i << ": "; })))
+      return failure();
+  }
+  for (AnnotateOp annotate : func.getOps<AnnotateOp>())
+    if (failed(checkSplit(annotate.getLayout(),
+                          dyn_cast<RankedTensorType>(annotate.getType()),
+                          [&] { return annotate.emitError(); })))
+      return failure();
+
   DenseMap<Value, AnnotateOp> firstPin;
   for (AnnotateOp annotate : func.getOps<AnnotateOp>()) {
     Value v = annotate.getInput();
@@ -1218,7 +1272,7 @@ FailureOr<Plan> PlanBuilder::run() {
   plan.solverWidth = solution.width;
   plan.largestFront = solution.largestFront;
   if (!solution.feasible) {
-    InFlightDiagnostic diag = func.emitError()
+    InFlightDiagnostic diag = emitError(func.getLoc())
                               << "no layout assignment of '"
                               << func.getSymName() << "' satisfies the pins";
     if (budget != kInf)

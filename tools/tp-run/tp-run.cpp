@@ -2,14 +2,16 @@
 //
 //   tp-run model.mlir | --preset P [tp-gen options]
 //          --tp N [--dp D] [--backend cpu] [--check] [--steps K]
-//          [--timeout S]
+//          [--timeout S] [--checkpoint FILE.safetensors]
 //          [--work-dir DIR] [shard options]
 //
 // 1. Gets the model (a file, or tp-gen with the given options).
 // 2. Compiles it for N devices: --tp-shard, then records the function
 //    boundary (model.json, docs/model-abi.md), then --tp-lower-cpu, LLVM IR,
 //    a small C glue and clang-22 make model.so.
-// 3. Runs tp-runner on N ranks with mpirun (one process per rank).
+// 3. Runs tp-runner on N ranks with mpirun (one process per rank;
+//    TP_RUN_MPIRUN overrides the launcher). A run still going after
+//    --timeout seconds is stopped: mpirun gets SIGTERM and stops every rank.
 // 4. With --check, compiles and runs the unsharded program (tp=1) the same
 //    way and compares every output.
 // 5. Prints the plan summary, the runner's report and the comparison.
@@ -44,11 +46,15 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstring>
+#include <thread>
 
 extern char **environ;
 #include <fstream>
@@ -77,8 +83,15 @@ static cl::opt<bool> check("check",
 static cl::opt<int> steps("steps", cl::desc("Steps to run"), cl::init(1),
                           cl::cat(category));
 static cl::opt<int> timeoutSeconds(
-    "timeout", cl::desc("Seconds before a run is stopped"), cl::init(300),
-    cl::cat(category));
+    "timeout",
+    cl::desc("Seconds before a run (or a compile step) is stopped; 0: no "
+             "limit"),
+    cl::init(300), cl::cat(category));
+static cl::opt<std::string> checkpointFile(
+    "checkpoint",
+    cl::desc("A .safetensors file of global tensors: the inputs and params "
+             "it names are read from it (every run, --check's too)"),
+    cl::init(""), cl::cat(category));
 static cl::opt<std::string> workDir(
     "work-dir", cl::desc("Where compiled models and outputs go (default: a "
                          "temporary folder)"),
@@ -329,45 +342,126 @@ void writeFile(StringRef path, StringRef text) {
   os << text;
 }
 
-std::string findTool(StringRef name, StringRef nextTo) {
+std::string findTool(StringRef name, StringRef nextTo,
+                     StringRef where = "next to tp-run") {
   SmallString<256> path(nextTo);
   llvm::sys::path::append(path, name);
   if (llvm::sys::fs::can_execute(path))
     return std::string(path);
   if (auto found = llvm::sys::findProgramByName(name))
     return *found;
-  die("cannot find '" + name + "' (looked next to tp-run and on PATH)");
+  die("cannot find '" + name + "' (looked " + where + " and on PATH)");
 }
 
+/// The launcher of multi-rank runs: $TP_RUN_MPIRUN when set, else mpirun
+/// from /usr/bin (Open MPI wants a real prefix, docs/runtime.md) or PATH.
+std::string findMpirun() {
+  if (const char *path = std::getenv("TP_RUN_MPIRUN"); path && *path) {
+    if (!llvm::sys::fs::can_execute(path) ||
+        llvm::sys::fs::is_directory(path))
+      die(llvm::formatv("cannot find 'mpirun': TP_RUN_MPIRUN is '{0}', "
+                        "which is not an executable file",
+                        path));
+    return path;
+  }
+  return findTool("mpirun", "/usr/bin",
+                  "in /usr/bin; set TP_RUN_MPIRUN to the launcher's path");
+}
+
+/// The program runProgram is waiting for (0: none), and whether tp-run was
+/// interrupted (SIGINT, SIGTERM) meanwhile.
+volatile sig_atomic_t runningChild = 0;
+volatile sig_atomic_t interrupted = 0;
+
+/// LLVM's interrupt hook (called from its SIGINT/SIGTERM handler, once):
+/// passes the signal on as SIGTERM, so that mpirun stops its ranks, and lets
+/// runProgram finish; with no child running, exits.
+void onInterrupt() {
+  interrupted = 1;
+  if (runningChild > 0)
+    ::kill(pid_t(runningChild), SIGTERM);
+  else
+    _exit(130);
+}
+
+/// Runs `program` and returns its exit code. `what` names the run in
+/// messages ("the run on 2 ranks"; default: the command line). A program
+/// still running after --timeout seconds gets SIGTERM (mpirun then ends
+/// every rank it started), SIGKILL if it is still there 10 s later, and
+/// tp-run stops with an error; so does a program that dies of a signal.
 int runProgram(StringRef program, ArrayRef<std::string> args,
                std::optional<ArrayRef<StringRef>> env = std::nullopt,
-               StringRef outputFile = "") {
+               StringRef outputFile = "", StringRef what = "") {
   SmallVector<StringRef> argv = {program};
   for (const std::string &a : args)
     argv.push_back(a);
+  std::string name =
+      what.empty() ? ("'" + program + " " + llvm::join(args, " ") + "'").str()
+                   : what.str();
   std::string message;
+  bool failedToStart = false;
   std::optional<StringRef> redirects[3] = {std::nullopt, std::nullopt,
                                            std::nullopt};
   if (!outputFile.empty())
     redirects[1] = redirects[2] = outputFile;
-  int rc = llvm::sys::ExecuteAndWait(program, argv, env,
-                                     outputFile.empty()
-                                         ? ArrayRef<std::optional<StringRef>>()
-                                         : ArrayRef(redirects),
-                                     /*secondsToWait=*/timeoutSeconds,
-                                     /*memoryLimit=*/0, &message);
-  if (rc < 0)
-    die(program + " " + llvm::join(args, " ") + ": " +
-        (message.empty() ? std::string("timed out or crashed") : message));
-  return rc;
+  // What tp-run said so far comes before what the program says.
+  llvm::outs().flush();
+  llvm::errs().flush();
+  llvm::sys::ProcessInfo child = llvm::sys::ExecuteNoWait(
+      program, argv, env,
+      outputFile.empty() ? ArrayRef<std::optional<StringRef>>()
+                         : ArrayRef(redirects),
+      /*MemoryLimit=*/0, &message, &failedToStart);
+  if (failedToStart || child.Pid <= 0)
+    die("cannot start " + name + ": " + message);
+  runningChild = child.Pid;
+  llvm::sys::SetInterruptFunction(onInterrupt);
+
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  auto poll = [&]() {
+    // A non-blocking wait: Pid 0 while the program runs.
+    return llvm::sys::Wait(child, /*SecondsToWait=*/0u, &message, nullptr,
+                           /*Polling=*/true);
+  };
+  llvm::sys::ProcessInfo done = poll();
+  bool timedOut = false, killed = false;
+  while (done.Pid == 0) {
+    if (!timedOut && !interrupted && timeoutSeconds > 0 &&
+        Clock::now() - start >= std::chrono::seconds(int(timeoutSeconds))) {
+      timedOut = true;
+      ::kill(child.Pid, SIGTERM);
+      start = Clock::now();
+    }
+    if ((timedOut || interrupted) && !killed &&
+        Clock::now() - start >= std::chrono::seconds(10)) {
+      killed = true;
+      ::kill(child.Pid, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    done = poll();
+  }
+  llvm::sys::SetInterruptFunction(nullptr);
+  runningChild = 0;
+  if (interrupted)
+    die(name + " was interrupted");
+  if (timedOut)
+    die(llvm::formatv("{0} did not finish within {1} s (--timeout){2}", name,
+                      int(timeoutSeconds),
+                      killed ? "; it ignored SIGTERM and was killed" : ""));
+  if (done.ReturnCode < 0)
+    die(name + " crashed" + (message.empty() ? "" : ": " + message));
+  return done.ReturnCode;
 }
 
 /// Shards, lowers and builds one program into `dir`; returns model.json.
-llvm::json::Object compile(MLIRContext &context, StringRef source, int devices,
-                           StringRef dir, StringRef clang, int64_t high) {
+llvm::json::Object compile(MLIRContext &context, StringRef source,
+                           StringRef sourceName, int devices, StringRef dir,
+                           StringRef clang, int64_t high) {
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source),
-                               SMLoc());
+  // Diagnostics name the model file.
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, sourceName), SMLoc());
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module =
       parseSourceFile<ModuleOp>(sourceMgr, &context);
@@ -409,6 +503,15 @@ llvm::json::Object compile(MLIRContext &context, StringRef source, int devices,
   if (failed(parsePassPipeline(pipeline, shard)) ||
       failed(shard.run(*module)))
     die(llvm::formatv("sharding for tp={0} failed", devices));
+  {
+    // The glue calls the entry from C: give it a name no C or runtime
+    // symbol has ('main' would clash with the C entry point).
+    func::FuncOp fn = getEntry(*module);
+    if (failed(SymbolTable::replaceAllSymbolUses(
+            fn, StringAttr::get(&context, "tp_model_entry"), *module)))
+      die("cannot rename the entry function");
+    fn.setSymName("tp_model_entry");
+  }
   auto [model, glue] = describe(*module, high);
   {
     std::string text;
@@ -442,7 +545,12 @@ llvm::json::Object compile(MLIRContext &context, StringRef source, int devices,
   int rc = runProgram(clang,
                       {"-O2", "-shared", "-fPIC", "-Wno-override-module",
                        (dir + "/model.ll").str(), (dir + "/glue.c").str(),
-                       "-o", (dir + "/model.so").str(), "-lm"},
+                       "-o", (dir + "/model.so").str(), "-lm",
+                       // memrefCopy and friends, for strided copies.
+                       TP_MLIR_C_RUNNER_UTILS,
+                       "-Wl,-rpath," +
+                           llvm::sys::path::parent_path(TP_MLIR_C_RUNNER_UTILS)
+                               .str()},
                       std::nullopt, log);
   if (rc != 0) {
     auto text = llvm::MemoryBuffer::getFile(log);
@@ -529,13 +637,37 @@ int main(int argc, char **argv) {
       "--tp 4 --check\n");
   if (devices < 1)
     die("--tp must be at least 1");
+  // Each device is one process on this machine: a bound that keeps a typo
+  // from starting thousands of ranks.
+  constexpr int kMaxRanks = 256;
+  if (devices > kMaxRanks)
+    die(llvm::formatv("--tp {0} is more ranks than the cpu backend starts "
+                      "(at most {1} processes on one machine)",
+                      int(devices), kMaxRanks));
   if (dp < 1)
     die("--dp must be at least 1");
+  if (steps < 1)
+    die(llvm::formatv("--steps {0} must be at least 1", int(steps)));
+  if (timeoutSeconds < 0)
+    die(llvm::formatv("--timeout {0} must not be negative", int(timeoutSeconds)));
   if (backend != "cpu")
     die("--backend " + backend +
         " is not available in this build (cpu runs ranks as processes)");
   if (inputFile.empty() == preset.empty())
     die("give either a model file or --preset");
+
+  // Before anything is compiled: a missing launcher or checkpoint fails at
+  // once (tp-runner checks the checkpoint's contents).
+  std::string launcher = devices > 1 ? findMpirun() : "";
+  std::string checkpoint;
+  if (!checkpointFile.empty()) {
+    SmallString<256> path(checkpointFile);
+    llvm::sys::fs::make_absolute(path);
+    checkpoint = std::string(path);
+    if (!llvm::sys::fs::exists(checkpoint))
+      die("cannot read the checkpoint '" + checkpointFile +
+          "': no such file");
+  }
 
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
   StringRef binDir = llvm::sys::path::parent_path(self);
@@ -583,18 +715,18 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
-  std::string clang = findTool("clang-22", "/usr/lib/llvm-22/bin");
+  std::string clang = findTool("clang-22", "/usr/lib/llvm-22/bin",
+                               "in /usr/lib/llvm-22/bin");
   std::string runner = findTool("tp-runner", binDir);
-  std::string mpirun = "";
 
   // 2. Compile for N (and 1).
   std::string dirN = (work + "/tp" + Twine(int(devices))).str();
   llvm::sys::fs::create_directories(dirN);
-  llvm::json::Object model = compile(context, source, devices, dirN, clang, high);
+  llvm::json::Object model = compile(context, source, inputFile, devices, dirN, clang, high);
   std::string dir1 = (work + "/tp1").str();
   if (check) {
     llvm::sys::fs::create_directories(dir1);
-    compile(context, source, 1, dir1, clang, high);
+    compile(context, source, inputFile, 1, dir1, clang, high);
   }
 
   // Plan summary.
@@ -613,14 +745,19 @@ int main(int argc, char **argv) {
   std::string outN = dirN + "/outputs.bin";
   std::vector<std::string> runnerArgs = {dirN, "--output", outN, "--steps",
                                          std::to_string(steps)};
+  if (!checkpoint.empty()) {
+    runnerArgs.push_back("--checkpoint");
+    runnerArgs.push_back(checkpoint);
+  }
+  std::string runName = llvm::formatv("the run on {0} rank{1}", int(devices),
+                                      devices == 1 ? "" : "s");
   int rc;
   if (devices == 1) {
     std::vector<std::string> args = runnerArgs;
     args.push_back("--backend");
     args.push_back("single");
-    rc = runProgram(runner, args);
+    rc = runProgram(runner, args, std::nullopt, "", runName);
   } else {
-    std::string launcher = findTool("mpirun", "/usr/bin");
     std::vector<std::string> args = {
         "--oversubscribe", "--mca", "btl", "self,vader", "--mca", "pml",
         "ob1", "-np", std::to_string(int(devices)), runner};
@@ -631,17 +768,21 @@ int main(int argc, char **argv) {
     envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
     envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
     SmallVector<StringRef> env(envStrings.begin(), envStrings.end());
-    rc = runProgram(launcher, args, ArrayRef<StringRef>(env));
+    rc = runProgram(launcher, args, ArrayRef<StringRef>(env), "", runName);
   }
   if (rc != 0)
-    die(llvm::formatv("the run on {0} ranks failed (exit code {1})", int(devices),
-                      rc));
+    die(llvm::formatv("{0} failed (exit code {1})", runName, rc));
 
   // 4. Compare with the unsharded run.
   if (check) {
     std::string out1 = dir1 + "/outputs.bin";
-    if (runProgram(runner, {dir1, "--output", out1, "--backend", "single"}) !=
-        0)
+    std::vector<std::string> args = {dir1, "--output", out1, "--backend",
+                                     "single"};
+    if (!checkpoint.empty()) {
+      args.push_back("--checkpoint");
+      args.push_back(checkpoint);
+    }
+    if (runProgram(runner, args, std::nullopt, "", "the unsharded run") != 0)
       die("the unsharded run failed");
     std::vector<Output> a = readOutputs(outN), b = readOutputs(out1);
     if (a.size() != b.size())

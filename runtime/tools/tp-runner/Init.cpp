@@ -2,6 +2,7 @@
 
 #include "Init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -258,6 +259,53 @@ void tprun::fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
       bool valid = rowValid && g < global[rank - 1];
       element(out, valid, valid ? base + uint64_t(g) : 0);
     }
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < local[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+void tprun::copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
+                      const void *global, void *data) {
+  int64_t count = buffer.localElements();
+  if (count == 0)
+    return;
+  size_t size = dtypeSize(buffer.dtype);
+  const char *from = static_cast<const char *>(global);
+  char *to = static_cast<char *>(data);
+  size_t rank = buffer.localShape.size();
+  if (rank == 0) {
+    std::memcpy(to, from, size);
+    return;
+  }
+  const std::vector<int64_t> &local = buffer.localShape;
+  const std::vector<int64_t> &shape = buffer.globalShape;
+  int64_t inner = local[rank - 1];
+  int64_t rows = count / inner;
+  // The valid columns of every row: [offset, global extent) clipped to the
+  // block.
+  int64_t first = offsets[rank - 1];
+  int64_t valid = std::max<int64_t>(
+      0, std::min<int64_t>(inner, shape[rank - 1] - first));
+  std::vector<int64_t> index(rank - 1, 0); // odometer over the outer dims
+  for (int64_t row = 0; row < rows; ++row) {
+    bool rowValid = true;
+    uint64_t base = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      int64_t g = offsets[d] + index[d];
+      rowValid &= g < shape[d];
+      base = base * uint64_t(shape[d]) + uint64_t(g);
+    }
+    base = base * uint64_t(shape[rank - 1]) + uint64_t(first);
+    char *out = to + size_t(row * inner) * size;
+    int64_t copied = rowValid ? valid : 0;
+    if (copied)
+      std::memcpy(out, from + base * size, size_t(copied) * size);
+    if (copied < inner)
+      std::memset(out + size_t(copied) * size, 0,
+                  size_t(inner - copied) * size);
     for (size_t d = rank - 1; d-- > 0;) {
       if (++index[d] < local[d])
         break;

@@ -41,6 +41,13 @@ double loadDouble(DType dtype, const void *data, int64_t index);
 void fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
                void *data);
 
+/// Fills a local block from the global value: element l of the local array
+/// is element `offsets + l` of `global` (row-major over
+/// `buffer.globalShape`, elements of `buffer.dtype`), or zero where that
+/// position is past the global shape.
+void copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
+               const void *global, void *data);
+
 } // namespace tprun
 
 #endif // TP_RUNNER_INIT_H

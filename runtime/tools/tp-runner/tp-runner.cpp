@@ -1,18 +1,21 @@
 //===- tp-runner.cpp - Runs a compiled model on libtprt -------------------===//
 //
 // tp-runner MODEL_DIR [--backend mpi|single] [--output FILE] [--warmup N]
-//                     [--steps N] [--print]
+//                     [--steps N] [--print] [--checkpoint FILE]
+//                     [--require-all]
 //
 // Runs a model compiled to the ABI of docs/model-abi.md (MODEL_DIR/model.json
 // and MODEL_DIR/model.so) on one rank of a libtprt context:
 //
 //   1. creates the context (default backend: mpi under Open MPI's mpirun,
-//      single otherwise) and checks that there are as many ranks as the
-//      mesh has devices;
+//      single otherwise), checks that every rank runs the same plan (a hash
+//      of model.json and model.so's size, gathered over the world) and that
+//      there are as many ranks as the mesh has devices;
 //   2. loads model.so, binds the runtime to the mesh (tprt_model_bind);
 //   3. allocates every buffer with its local shape and fills inputs and
-//      params with this device's block of the global value (`init`), zero
-//      padding past the global shape; outputs start as zeros;
+//      params with this device's block of the global value (from the
+//      --checkpoint file when it holds the buffer's name, else from
+//      `init`), zero padding past the global shape; outputs start as zeros;
 //   4. calls the entry --warmup times, then --steps times under the
 //      context's timer and counters;
 //   5. assembles each output's global value (all_reduce of partial terms,
@@ -22,13 +25,19 @@
 //   6. prints a report on rank 0: time per step, collectives per step
 //      against the plan in model.json, time in communication.
 //
-// Exit status: 0; 1 when the runtime, the model library or a file fails;
-// 2 for a bad command line or model.json.
+// Exit status: 0; 1 when the runtime, the model library or a file fails,
+// when the ranks run different plans or the checkpoint does not fit; 2 for
+// a bad command line, model.json or TP_RUNNER_FAULT.
+//
+// Fault injection, for tests only: TP_RUNNER_FAULT=crash:R makes rank R
+// abort() right before the first call of the entry, hang:R makes it sleep
+// until it is killed (docs/model-abi.md).
 //
 // Links only libtprt, libdl and the C++ standard library: no LLVM.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Checkpoint.h"
 #include "Init.h"
 #include "Model.h"
 
@@ -36,13 +45,21 @@
 #include "tprt/tprt_model.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -54,6 +71,7 @@ namespace {
 const char *const kUsage =
     "usage: tp-runner MODEL_DIR [--backend mpi|single] [--output FILE]\n"
     "                 [--warmup N] [--steps N] [--print]\n"
+    "                 [--checkpoint FILE.safetensors [--require-all]]\n"
     "\n"
     "Runs the compiled model in MODEL_DIR (model.json, model.so; see\n"
     "docs/model-abi.md) on libtprt, one process per mesh device.\n"
@@ -63,7 +81,15 @@ const char *const kUsage =
     "  --output FILE   rank 0 writes the outputs' global values to FILE\n"
     "  --warmup N      untimed calls of the entry first (default 0)\n"
     "  --steps N       timed calls of the entry (default 1)\n"
-    "  --print         rank 0 prints each output's shape, first values, sum\n";
+    "  --print         rank 0 prints each output's shape, first values, sum\n"
+    "  --checkpoint FILE  fill the inputs and params named in FILE (a\n"
+    "                  .safetensors file of global tensors) from it; the\n"
+    "                  others from their init\n"
+    "  --require-all   with --checkpoint: every input and param must be in\n"
+    "                  FILE\n"
+    "\n"
+    "TP_RUNNER_FAULT=crash:R or hang:R (tests only): rank R aborts, or\n"
+    "sleeps until killed, right before the first call of the entry.\n";
 
 struct Options {
   std::string dir;
@@ -72,6 +98,15 @@ struct Options {
   long warmup = 0;
   long steps = 1;
   bool print = false;
+  std::string checkpoint;
+  bool requireAll = false;
+};
+
+/// TP_RUNNER_FAULT: a fault injected into one rank, for tests.
+struct Fault {
+  enum class Kind { None, Crash, Hang };
+  Kind kind = Kind::None;
+  long rank = -1;
 };
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -129,6 +164,14 @@ Options parseOptions(int argc, char **argv) {
       if (hasValue)
         usageError("--print takes no value");
       options.print = true;
+    } else if (arg == "--checkpoint") {
+      options.checkpoint = takeValue();
+      if (options.checkpoint.empty())
+        usageError("--checkpoint expects a file name");
+    } else if (arg == "--require-all") {
+      if (hasValue)
+        usageError("--require-all takes no value");
+      options.requireAll = true;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       usageError("unknown option " + arg);
     } else if (options.dir.empty()) {
@@ -139,7 +182,61 @@ Options parseOptions(int argc, char **argv) {
   }
   if (options.dir.empty())
     usageError("no model directory");
+  if (options.requireAll && options.checkpoint.empty())
+    usageError("--require-all needs --checkpoint");
   return options;
+}
+
+/// Reads TP_RUNNER_FAULT ("crash:R", "hang:R"; unset or empty: none).
+bool parseFault(Fault &fault, std::string &error) {
+  const char *text = std::getenv("TP_RUNNER_FAULT");
+  if (!text || !*text)
+    return true;
+  std::string value = text;
+  size_t colon = value.find(':');
+  std::string kind = value.substr(0, colon);
+  if (kind == "crash")
+    fault.kind = Fault::Kind::Crash;
+  else if (kind == "hang")
+    fault.kind = Fault::Kind::Hang;
+  char *end = nullptr;
+  const char *number =
+      colon == std::string::npos ? "" : value.c_str() + colon + 1;
+  errno = 0;
+  fault.rank = std::strtol(number, &end, 10);
+  if (fault.kind == Fault::Kind::None || !*number || errno || *end ||
+      fault.rank < 0) {
+    error = "TP_RUNNER_FAULT is \"" + value +
+            "\", expected crash:RANK or hang:RANK";
+    return false;
+  }
+  return true;
+}
+
+/// The plan's identity: 64-bit FNV-1a of model.json's bytes, then of
+/// model.so's size (8 bytes, little-endian; all ones when it is missing).
+uint64_t planHash(const std::string &dir) {
+  uint64_t hash = 0xcbf29ce484222325u;
+  auto mix = [&](unsigned char byte) {
+    hash ^= byte;
+    hash *= 0x100000001b3u;
+  };
+  std::ifstream json(dir + "/model.json", std::ios::binary);
+  for (std::istreambuf_iterator<char> it(json), end; it != end; ++it)
+    mix(static_cast<unsigned char>(*it));
+  struct stat info;
+  uint64_t librarySize = stat((dir + "/model.so").c_str(), &info) == 0
+                             ? uint64_t(info.st_size)
+                             : ~uint64_t(0);
+  for (int i = 0; i < 8; ++i)
+    mix(static_cast<unsigned char>(librarySize >> (8 * i)));
+  return hash;
+}
+
+std::string hexText(uint64_t value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%016" PRIx64, value);
+  return text;
 }
 
 /// Before the context exists: is this process the first rank (or alone)?
@@ -193,14 +290,17 @@ std::string countPerStep(uint64_t total, long steps) {
 
 class Runner {
 public:
-  Runner(const Options &options, const Model &model)
-      : options(options), model(model) {}
+  Runner(const Options &options, const Model &model, uint64_t plan,
+         Fault fault)
+      : options(options), model(model), plan(plan), fault(fault) {}
 
   int run();
 
 private:
   const Options &options;
   const Model &model;
+  uint64_t plan;
+  Fault fault;
   tprt_context *ctx = nullptr;
   tprt_group *world = nullptr;
   int rank = 0;
@@ -232,6 +332,72 @@ private:
                           &one, nullptr),
           "tprt_all_reduce");
     return any == 0;
+  }
+
+  /// Prints the messages of failing ranks and tells whether every rank
+  /// succeeded (the same answer on every rank). Each rank's failure flag is
+  /// gathered over the world: when rank 0 failed only rank 0 prints (the
+  /// ranks read the same files and fail alike), else every failing rank
+  /// prints, naming itself.
+  bool report(const std::vector<std::string> &messages) {
+    int64_t failed = messages.empty() ? 0 : 1;
+    std::vector<int64_t> all(size_t(size), 0);
+    int64_t one = 1;
+    check(tprt_all_gather(ctx, world, TPRT_I64, &failed, all.data(), 1, &one,
+                          0, nullptr),
+          "tprt_all_gather");
+    bool anyFailed = false;
+    for (int64_t flag : all)
+      anyFailed |= flag != 0;
+    if (failed && (rank == 0 || all[0] == 0)) {
+      // Rank 0 speaks for every rank: no rank in its messages.
+      std::string from = rank == 0 ? "tp-runner: " : prefix();
+      for (const std::string &message : messages)
+        std::fprintf(stderr, "%s%s\n", from.c_str(), message.c_str());
+      std::fflush(stderr);
+    }
+    return !anyFailed;
+  }
+
+  /// Every rank's plan hash, gathered over the world: true on every rank
+  /// iff they are all equal; else rank 0 prints the first differing pair.
+  bool samePlan() {
+    std::vector<int64_t> plans(size_t(size), 0);
+    int64_t mine = int64_t(plan), one = 1;
+    check(tprt_all_gather(ctx, world, TPRT_I64, &mine, plans.data(), 1, &one,
+                          0, nullptr),
+          "tprt_all_gather");
+    for (int r = 1; r < size; ++r) {
+      if (plans[size_t(r)] == plans[0])
+        continue;
+      if (rank == 0) {
+        std::fprintf(stderr,
+                     "tp-runner: ranks run different plans: rank 0 has plan "
+                     "%s but rank %d has plan %s (model.json and model.so "
+                     "must be the same on every rank)\n",
+                     hexText(uint64_t(plans[0])).c_str(), r,
+                     hexText(uint64_t(plans[size_t(r)])).c_str());
+        std::fflush(stderr);
+      }
+      return false;
+    }
+    return true;
+  }
+
+  /// TP_RUNNER_FAULT, on its rank: abort, or sleep until killed.
+  void injectFault() {
+    if (fault.kind == Fault::Kind::None || fault.rank != rank)
+      return;
+    bool crash = fault.kind == Fault::Kind::Crash;
+    std::fprintf(stderr,
+                 "tp-runner: rank %d: injected %s (TP_RUNNER_FAULT)\n", rank,
+                 crash ? "crash" : "hang");
+    std::fflush(stderr);
+    std::fflush(stdout);
+    if (crash)
+      std::abort();
+    for (;;)
+      pause();
   }
 
   /// Ends every rank the same way after a failure they all agreed on.
@@ -409,6 +575,8 @@ int Runner::run() {
   check(tprt_rank(ctx, &rank), "tprt_rank");
   check(tprt_size(ctx, &size), "tprt_size");
   check(tprt_group_world(ctx, &world), "tprt_group_world");
+  if (!samePlan())
+    stop();
   if (int64_t(size) != model.devices()) {
     if (rank == 0)
       std::fprintf(stderr,
@@ -471,9 +639,50 @@ int Runner::run() {
   check(tprt_model_bind(ctx, int(model.axisSizes.size()), meshShape),
         "tprt_model_bind");
 
-  // 3. The buffers.
+  // 3. The buffers: from the checkpoint when it names them, else from
+  // their init. Every rank checks the whole checkpoint against the model.
+  Checkpoint checkpoint;
+  std::vector<const CheckpointTensor *> sources(model.buffers.size(), nullptr);
+  size_t loaded = 0, fromInit = 0, used = 0;
+  if (!options.checkpoint.empty()) {
+    std::vector<std::string> errors;
+    std::string error;
+    if (!checkpoint.open(options.checkpoint, error)) {
+      errors.push_back(error);
+    } else {
+      std::map<std::string, bool> usedNames;
+      for (size_t k = 0; k < model.buffers.size(); ++k) {
+        const Buffer &buffer = model.buffers[k];
+        if (buffer.role == Role::Output)
+          continue;
+        const CheckpointTensor *tensor = checkpoint.find(buffer.name);
+        if (!tensor) {
+          ++fromInit;
+          if (options.requireAll)
+            errors.push_back("checkpoint " + options.checkpoint +
+                             " has no tensor \"" + buffer.name +
+                             "\" (the model's " + roleName(buffer.role) +
+                             " " + std::to_string(buffer.index) +
+                             "; --require-all)");
+          continue;
+        }
+        std::string mismatch = checkTensor(*tensor, buffer);
+        if (!mismatch.empty()) {
+          errors.push_back(mismatch);
+          continue;
+        }
+        sources[k] = tensor;
+        usedNames[buffer.name] = true;
+        ++loaded;
+      }
+      used = usedNames.size();
+    }
+    if (!report(errors))
+      stop();
+  }
   std::vector<void *> pointers;
-  for (const Buffer &buffer : model.buffers) {
+  for (size_t k = 0; k < model.buffers.size(); ++k) {
+    const Buffer &buffer = model.buffers[k];
     size_t bytes = size_t(buffer.localElements()) * dtypeSize(buffer.dtype);
     void *data = nullptr;
     check(tprt_alloc(ctx, bytes, &data), "tprt_alloc");
@@ -485,7 +694,10 @@ int Runner::run() {
       for (size_t d = 0; d < buffer.localShape.size(); ++d)
         offsets.push_back(groupIndex(buffer.dimAxes[d]) *
                           buffer.localShape[d]);
-      fillLocal(buffer, offsets, data);
+      if (sources[k])
+        copyLocal(buffer, offsets, checkpoint.data(*sources[k]), data);
+      else
+        fillLocal(buffer, offsets, data);
     }
     pointers.push_back(data);
   }
@@ -501,6 +713,7 @@ int Runner::run() {
       std::exit(1);
     }
   };
+  injectFault();
   for (long i = 0; i < options.warmup; ++i)
     call("warmup", i);
   tprt_stats before, after;
@@ -538,6 +751,12 @@ int Runner::run() {
                 model.meshText().c_str(), backendName);
     std::printf("steps: %ld (after %ld warmup)\n", options.steps,
                 options.warmup);
+    if (!options.checkpoint.empty())
+      std::printf("checkpoint: %s: %zu of %zu inputs and params loaded, %zu "
+                  "from init; %zu of its %zu tensors unused\n",
+                  options.checkpoint.c_str(), loaded, loaded + fromInit,
+                  fromInit, checkpoint.tensors().size() - used,
+                  checkpoint.tensors().size());
     std::printf("time per step: %.6g s\n", perStep);
     std::printf("collectives per step:\n");
     uint64_t totalCalls = 0;
@@ -609,7 +828,22 @@ int Runner::run() {
 } // namespace
 
 int main(int argc, char **argv) {
+#if defined(__linux__)
+  // A rank started by Open MPI's mpirun is its child: if mpirun is killed
+  // (SIGKILL leaves it no time to stop the ranks), end this rank too rather
+  // than leave it waiting in a collective.
+  const char *ompiSize = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (ompiSize && *ompiSize)
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
   Options options = parseOptions(argc, argv);
+  Fault fault;
+  std::string faultError;
+  if (!parseFault(fault, faultError)) {
+    if (firstRankByEnvironment())
+      std::fprintf(stderr, "tp-runner: error: %s\n", faultError.c_str());
+    return 2;
+  }
   Model model;
   std::string jsonPath = options.dir + "/model.json";
   try {
@@ -620,6 +854,6 @@ int main(int argc, char **argv) {
                    error.what());
     return 2;
   }
-  Runner runner(options, model);
+  Runner runner(options, model, planHash(options.dir), fault);
   return runner.run();
 }

@@ -3,6 +3,7 @@
 
     check-output.py MODEL_DIR [--output FILE] [--same OUT=BUF]...
                     [--values OUT=V,V,...]... [--locals DIR] [--print-global BUF]
+                    [--checkpoint FILE]
 
 Written from docs/model-abi.md and docs/models.md, independently of
 tp-runner's C++:
@@ -18,6 +19,9 @@ tp-runner's C++:
                    zero past the global shape; checked for every device and
                    every input and param.
   --print-global BUF  prints the global value of BUF, one value a line.
+  --checkpoint FILE   the global value of an input or param named in FILE
+                   (a .safetensors file: u64 little-endian header length,
+                   JSON header, data) is that tensor's bytes, not its init.
 
 Prints "check-output: ok (...)" or the first difference and exits 1.
 """
@@ -115,10 +119,34 @@ def prod(values):
     return result
 
 
+# name -> the tensor's raw bytes, from --checkpoint.
+CHECKPOINT = {}
+
+
+def read_checkpoint(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack_from("<Q", data, 0)
+    header = json.loads(data[8:8 + length])
+    body = data[8 + length:]
+    for name, entry in header.items():
+        if name != "__metadata__":
+            begin, end = entry["data_offsets"]
+            CHECKPOINT[name] = body[begin:end]
+
+
+def element_bytes(buf, i):
+    """Element i (flat, global, row-major) of buf, stored as its dtype."""
+    blob = CHECKPOINT.get(buf["name"])
+    if blob is not None:
+        size = SIZES[buf["dtype"]]
+        return blob[i * size:(i + 1) * size]
+    return pack(buf["dtype"], element(buf["init"], i))
+
+
 def global_bytes(buf):
     n = prod(buf["global_shape"])
-    return b"".join(pack(buf["dtype"], element(buf["init"], i))
-                    for i in range(n))
+    return b"".join(element_bytes(buf, i) for i in range(n))
 
 
 def coords_of(rank, sizes):
@@ -150,7 +178,7 @@ def local_bytes(buf, model, rank):
         flat = 0
         for g, n in zip(gindex, gshape):
             flat = flat * n + g
-        out.append(pack(buf["dtype"], element(buf["init"], flat)))
+        out.append(element_bytes(buf, flat))
     return b"".join(out)
 
 
@@ -194,7 +222,10 @@ def main():
     parser.add_argument("--values", action="append", default=[])
     parser.add_argument("--locals")
     parser.add_argument("--print-global", action="append", default=[])
+    parser.add_argument("--checkpoint")
     args = parser.parse_args()
+    if args.checkpoint:
+        read_checkpoint(args.checkpoint)
 
     with open(os.path.join(args.model_dir, "model.json")) as f:
         model = json.load(f)

@@ -226,6 +226,12 @@ struct OptimizeCollectivesPass
     : public tp::impl::OptimizeCollectivesPassBase<OptimizeCollectivesPass> {
   using Base::Base;
   void runOnOperation() override {
+    if (mergeBytes < 0) {
+      emitError(getOperation()->getLoc())
+          << "tp-optimize-collectives: merge-bytes=" << int64_t(mergeBytes)
+          << " must not be negative (0: never merge)";
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     patterns.add<SliceOfAllReduce, SliceOfAllGather, AllGatherOfSlice,
                  AllToAllRoundTrip>(&getContext());

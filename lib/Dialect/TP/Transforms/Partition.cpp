@@ -519,8 +519,49 @@ namespace {
 struct PartitionPass : public tp::impl::PartitionPassBase<PartitionPass> {
   using Base::Base;
 
+  /// Local shapes are computed from static global ones: dynamic and unranked
+  /// tensors are rejected up front, naming the first value that has one (the
+  /// planner keeps dynamic dimensions whole, but the partitioner cannot yet
+  /// record their global extents).
+  LogicalResult checkStaticShapes(ModuleOp module) {
+    auto isStatic = [](Type type) {
+      if (isa<UnrankedTensorType>(type))
+        return false;
+      auto ranked = dyn_cast<RankedTensorType>(type);
+      return !ranked || ranked.hasStaticShape();
+    };
+    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      for (BlockArgument arg : func.getArguments())
+        if (!isStatic(arg.getType()))
+          return emitError(func.getLoc())
+                 << "tp-partition: argument #" << arg.getArgNumber() << " of '"
+                 << func.getSymName() << "' has the dynamic shape "
+                 << arg.getType()
+                 << "; tp-opt plans static shapes only (specialise the "
+                    "function to the shapes it runs with)";
+      WalkResult result = func.walk([&](Operation *op) {
+        for (OpResult value : op->getResults())
+          if (!isStatic(value.getType())) {
+            op->emitError() << "tp-partition: result #"
+                            << value.getResultNumber() << " has the dynamic shape "
+                            << value.getType()
+                            << "; tp-opt plans static shapes only";
+            return WalkResult::interrupt();
+          }
+        return WalkResult::advance();
+      });
+      if (result.wasInterrupted())
+        return failure();
+    }
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(checkStaticShapes(module)))
+      return signalPassFailure();
     for (func::FuncOp func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;

@@ -9,6 +9,7 @@
 #include "tp/Dialect/TP/Transforms/Passes.h"
 
 #include "tp/Analysis/Planner.h"
+#include "tp/Analysis/ShardingRules.h"
 #include "tp/Dialect/TP/IR/TPOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,6 +18,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include <cmath>
 
 #define DEBUG_TYPE "tp-propagate"
 
@@ -49,13 +51,34 @@ static std::optional<double> parseBytes(StringRef text) {
 namespace {
 struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
   using Base::Base;
+  PropagatePass(const PropagatePassOptions &options,
+                PlanReportCallback onReport)
+      : Base(options), onReport(std::move(onReport)) {}
+
+  /// The op rules are registry extensions (ShardingRules.h): attach them
+  /// here too, so that the planner has them in any host that loaded the
+  /// passes without registerTPDialects (mlir-opt with the pass plugin only).
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerShardingRuleExternalModels(registry);
+  }
+
+  /// Receives the report in memory (createPropagatePass(options, onReport)).
+  PlanReportCallback onReport;
 
   /// The mesh to plan for, created from `tp=N` when asked.
   FailureOr<MeshOp> resolveMesh(ModuleOp module) {
     SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
     if (tp < 0)
-      return module.emitError()
+      return emitError(module.getLoc())
              << "tp-propagate: tp=" << int64_t(tp) << " must be at least 1";
+    // Device counts beyond this are no machine's; it also keeps products of
+    // mesh sizes and per-device byte counts far from overflow.
+    constexpr int64_t kMaxDevices = int64_t(1) << 20;
+    if (tp > kMaxDevices)
+      return emitError(module.getLoc())
+             << "tp-propagate: tp=" << int64_t(tp) << " is more than "
+             << kMaxDevices << " devices";
     if (tp > 0) {
       // A module that already declares the same mesh (e.g. for its pins).
       if (meshes.size() == 1 && meshes.front().getSymName() == "tp" &&
@@ -63,13 +86,13 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
           meshes.front().getAxisSize("tp") == tp)
         return meshes.front();
       if (!meshes.empty())
-        return module.emitError()
+        return meshes.front().emitError()
                << "tp-propagate: tp=" << int64_t(tp) << " given but the module declares "
                << "mesh @" << meshes.front().getSymName()
                << "; drop one of the two";
       OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
       if (module.lookupSymbol("tp"))
-        return module.emitError()
+        return emitError(module.getLoc())
                << "tp-propagate: tp=" << int64_t(tp)
                << " needs the symbol @tp for its mesh, which is taken";
       return MeshOp::create(
@@ -81,14 +104,14 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
       for (MeshOp mesh : meshes)
         if (mesh.getSymName() == meshName)
           return mesh;
-      return module.emitError()
+      return emitError(module.getLoc())
              << "tp-propagate: mesh=" << meshName << " names no tp.mesh";
     }
     if (meshes.empty())
-      return module.emitError()
+      return emitError(module.getLoc())
              << "tp-propagate: no mesh; declare a tp.mesh or pass tp=N";
     if (meshes.size() > 1)
-      return module.emitError()
+      return emitError(module.getLoc())
              << "tp-propagate: the module declares " << meshes.size()
              << " meshes; choose one with mesh=NAME";
     return meshes.front();
@@ -98,12 +121,26 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
     PlannerOptions options;
     std::optional<DeviceProfile> profile = DeviceProfile::lookup(device);
     if (!profile)
-      return module.emitError()
+      return emitError(module.getLoc())
              << "tp-propagate: unknown device profile '" << device
              << "'; known: " << llvm::join(DeviceProfile::names(), ", ");
     if (linkBandwidth < 0 || peakFlops < 0 || memoryBandwidth < 0)
-      return module.emitError()
+      return emitError(module.getLoc())
              << "tp-propagate: bandwidths and flops must not be negative";
+    for (auto [name, value] :
+         {std::pair<StringRef, double>{"link-bandwidth", linkBandwidth},
+          {"link-latency", linkLatency},
+          {"peak-flops", peakFlops},
+          {"memory-bandwidth", memoryBandwidth},
+          {"param-share", paramShare}})
+      if (!std::isfinite(value))
+        return emitError(module.getLoc())
+               << "tp-propagate: " << name << "=" << value
+               << " is not a finite number";
+    if (linkLatency < 0 && linkLatency != -1)
+      return emitError(module.getLoc())
+             << "tp-propagate: link-latency=" << double(linkLatency)
+             << " must not be negative (-1, the default, keeps the device's)";
     if (linkBandwidth > 0)
       profile->linkBandwidth = linkBandwidth;
     if (linkLatency >= 0)
@@ -117,7 +154,7 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
     options.device = *profile;
 
     if (paramShare < 1.0)
-      return module.emitError()
+      return emitError(module.getLoc())
              << "tp-propagate: param-share=" << llvm::formatv("{0}", double(paramShare)).str()
              << " must be at least 1 (parameters cannot take less than their "
                 "share)";
@@ -126,8 +163,8 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
       options.unconstrained = true;
     } else if (!memoryBudget.empty()) {
       std::optional<double> bytes = parseBytes(memoryBudget);
-      if (!bytes)
-        return module.emitError()
+      if (!bytes || !std::isfinite(*bytes))
+        return emitError(module.getLoc())
                << "tp-propagate: memory-budget='" << memoryBudget
                << "' is neither 'none' nor a positive number of bytes";
       options.absoluteBudget = *bytes;
@@ -140,13 +177,13 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
     else if (sequenceParallel == "off")
       options.sequenceParallel = SequenceParallelMode::Off;
     else
-      return module.emitError()
+      return emitError(module.getLoc())
              << "tp-propagate: sequence-parallel='" << sequenceParallel
              << "' must be auto, on or off";
     options.allowPadding = allowPadding;
     options.reshardParams = reshardParams;
     if (largeConstantBytes < 1)
-      return module.emitError() << "tp-propagate: large-constant-bytes="
+      return emitError(module.getLoc()) << "tp-propagate: large-constant-bytes="
                                 << int64_t(largeConstantBytes)
                                 << " must be at least 1";
     options.largeConstantBytes = largeConstantBytes;
@@ -171,9 +208,13 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
       if (failed(plan))
         return signalPassFailure();
       annotateFunction(*plan);
-      if (!report.empty())
+      if (!report.empty() || onReport)
         functions.push_back(getPlanReport(*plan, costModel));
     }
+    llvm::json::Value root =
+        llvm::json::Object{{"functions", std::move(functions)}};
+    if (onReport)
+      onReport(root);
     if (report.empty())
       return;
     std::string error;
@@ -184,10 +225,14 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
                          << "': " << error;
       return signalPassFailure();
     }
-    llvm::json::Object root{{"functions", std::move(functions)}};
-    file->os() << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)))
-               << "\n";
+    file->os() << llvm::formatv("{0:2}", root) << "\n";
     file->keep();
   }
 };
 } // namespace
+
+std::unique_ptr<Pass>
+mlir::tp::createPropagatePass(const PropagatePassOptions &options,
+                              PlanReportCallback onReport) {
+  return std::make_unique<PropagatePass>(options, std::move(onReport));
+}

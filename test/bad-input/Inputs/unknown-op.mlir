@@ -1,0 +1,10 @@
+// An op of a dialect tp-opt does not know, between a matmul and a softmax.
+func.func @f(%a: tensor<4x8xf32>, %w: tensor<8x16xf32> {tp.param}) -> tensor<4x16xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%cst : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %0 = linalg.matmul ins(%a, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %1 = "foo.mystery"(%0) : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %s = linalg.softmax dimension(1) ins(%1 : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %s : tensor<4x16xf32>
+}
