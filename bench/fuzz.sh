@@ -13,23 +13,31 @@
 # command, and the script exits 1.
 #
 #   bench/fuzz.sh 600            # ten minutes
-#   BUILD_DIR=build bench/fuzz.sh 60
+#   BUILD_DIR=build bench/fuzz.sh 60   # the plain build: tp-fuzz only sees
+#                                      # its own coverage, the rest unsanitized
 set -euo pipefail
 
 SECONDS_TOTAL=${1:-600}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+# The sanitized build (scripts/test-sanitized.sh uses the same folder): the
+# compiler libraries carry ASan, UBSan and the coverage instrumentation
+# libFuzzer steers by.
+BUILD_DIR=${BUILD_DIR:-$ROOT/build-asan}
 OUT=${FUZZ_OUT:-$ROOT/fuzz-out}
 BIN=$BUILD_DIR/bin
 
-if [[ ! -x $BIN/tp-run ]]; then
-  echo "fuzz.sh: build first (./scripts/test.sh or ninja -C $BUILD_DIR)" >&2
-  exit 1
+if [[ ! -f $BUILD_DIR/build.ninja ]]; then
+  echo "fuzz.sh: configuring $BUILD_DIR (TP_SANITIZE=address,undefined)"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_C_COMPILER=clang-22 \
+    -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTP_SANITIZE=address,undefined >/dev/null
 fi
-ninja -C "$BUILD_DIR" tp-fuzz tp-run tp-gen tp-runner >/dev/null || {
-  echo "fuzz.sh: cannot build tp-fuzz (needs clang-22 and libclang-rt-22-dev)" >&2
+ninja -C "$BUILD_DIR" tp-fuzz tp-run tp-gen tp-runner tp-opt >/dev/null || {
+  echo "fuzz.sh: cannot build tp-fuzz in $BUILD_DIR (needs clang-22 and libclang-rt-22-dev)" >&2
   exit 1
 }
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 mkdir -p "$OUT"
 HALF=$((SECONDS_TOTAL / 2))
 
@@ -65,13 +73,12 @@ LOG=$OUT/tp-fuzz.log
 status=0
 # Leaks in a process that parses once and exits are not findings; crashes,
 # ASan and UBSan reports are.
-ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  "$BIN/tp-fuzz" "$CORPUS" "$SEEDS" -max_total_time="$HALF" -max_len=200000 \
+"$BIN/tp-fuzz" "$CORPUS" "$SEEDS" -max_total_time="$HALF" -max_len=200000 \
   -timeout=60 -rss_limit_mb=6144 -artifact_prefix="$OUT/" -print_final_stats=1 \
   >"$LOG" 2>&1 || status=$?
-grep -E "^#[0-9]+ +(INITED|DONE)" "$LOG" | tail -2 || true
-execs=$(grep -E "stat::number_of_executed_units" "$LOG" | awk '{print $2}')
-cov=$(grep -E "^#[0-9]+ " "$LOG" | tail -1 | sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+).*/\1 edges, \2 features/')
+grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)" "$LOG" | tail -2 || true
+execs=$(grep -E "stat::number_of_executed_units" "$LOG" | awk '{print $2}' || true)
+cov=$(grep -E "^#[0-9]+[[:space:]]" "$LOG" | tail -1 | sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+).*/\1 edges, \2 features/' || true)
 echo "fuzz.sh: tp-fuzz: ${execs:-?} executions, coverage ${cov:-?}, corpus $(ls "$CORPUS" | wc -l) inputs"
 if [[ $status -ne 0 ]]; then
   echo "fuzz.sh: tp-fuzz found a failure (exit $status); artifacts in $OUT, log $LOG" >&2

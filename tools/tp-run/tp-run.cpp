@@ -80,6 +80,14 @@ static cl::opt<bool> check("check",
                            cl::desc("Also run the unsharded program (tp=1) "
                                     "and compare every output"),
                            cl::cat(category));
+static cl::opt<long> tokensOption(
+    "tokens",
+    cl::desc("Tokens one step processes, for the tokens/s of the report "
+             "(default: batch x seq of a tp-gen model)"),
+    cl::init(0), cl::cat(category));
+/// The tokens per step written to model.json ("tokens"; 0: unknown).
+static int64_t tokensPerStep = 0;
+
 static cl::opt<int> steps("steps", cl::desc("Steps to run"), cl::init(1),
                           cl::cat(category));
 static cl::opt<int> timeoutSeconds(
@@ -312,6 +320,8 @@ std::pair<llvm::json::Object, std::string> describe(ModuleOp module,
       {"mesh", llvm::json::Object{{"axes", std::move(axes)}}},
       {"buffers", std::move(buffers)},
       {"collectives", std::move(collectives)}};
+  if (tokensPerStep > 0)
+    model["tokens"] = tokensPerStep;
 
   // The glue: every memref argument expanded as the default calling
   // convention passes it. Prototype with the same argument kinds.
@@ -699,12 +709,23 @@ int main(int argc, char **argv) {
   source = (*buffer)->getBuffer().str();
   // tp-gen writes its full command on the first line: the vocabulary is the
   // range of token ids.
-  if (high <= 0) {
+  // And batch x seq are the tokens of a step.
+  auto headerValue = [&](StringRef flag) -> int64_t {
     StringRef first = StringRef(source).split('\n').first;
-    size_t at = first.find("--vocab ");
-    if (first.starts_with("// tp-gen") && at != StringRef::npos)
-      first.drop_front(at + 8).split(' ').first.getAsInteger(10, high);
-  }
+    size_t at = first.find(flag);
+    int64_t value = 0;
+    if (first.starts_with("// tp-gen") && at != StringRef::npos &&
+        first.drop_front(at + flag.size()).split(' ').first.getAsInteger(10, value))
+      return 0;
+    return value;
+  };
+  if (high <= 0)
+    high = headerValue("--vocab ");
+  tokensPerStep = tokensOption > 0
+                      ? int64_t(tokensOption)
+                      : headerValue("--seq ") * headerValue("--batch ");
+  if (tokensOption < 0)
+    die(llvm::formatv("--tokens {0} must not be negative", long(tokensOption)));
 
   DialectRegistry registry;
   registerAllDialects(registry);

@@ -468,6 +468,9 @@ Model tprun::loadModel(const std::string &path) {
     model.buffers.push_back(std::move(buffer));
   }
 
+  if (root.get("tokens"))
+    model.tokens = getInt(root, "", "tokens", 1);
+
   const JsonValue &collectives = member(root, "", "collectives");
   expectKind(collectives, JsonValue::Kind::Object, "collectives", "an object");
   static const char *kinds[TPRT_NUM_COLLECTIVES] = {

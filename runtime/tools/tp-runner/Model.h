@@ -73,6 +73,9 @@ struct Model {
   std::vector<Buffer> buffers;
   /// Planned collectives per run, by tprt_collective.
   int64_t collectives[TPRT_NUM_COLLECTIVES] = {0, 0, 0, 0};
+  /// Tokens one call of the entry processes (optional "tokens"; 0: unknown),
+  /// for the throughput line of the report.
+  int64_t tokens = 0;
 
   int64_t devices() const;
   /// The product of the sizes of `axes`.

@@ -758,6 +758,9 @@ int Runner::run() {
                   fromInit, checkpoint.tensors().size() - used,
                   checkpoint.tensors().size());
     std::printf("time per step: %.6g s\n", perStep);
+    if (model.tokens > 0 && perStep > 0)
+      std::printf("throughput: %" PRId64 " tokens per step, %.6g tokens/s\n",
+                  model.tokens, double(model.tokens) / perStep);
     std::printf("collectives per step:\n");
     uint64_t totalCalls = 0;
     int64_t totalPlan = 0;
