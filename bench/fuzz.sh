@@ -36,7 +36,7 @@ ninja -C "$BUILD_DIR" tp-fuzz tp-run tp-gen tp-runner tp-opt >/dev/null || {
   echo "fuzz.sh: cannot build tp-fuzz in $BUILD_DIR (needs clang-22 and libclang-rt-22-dev)" >&2
   exit 1
 }
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:allow_user_poisoning=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 mkdir -p "$OUT"
 HALF=$((SECONDS_TOTAL / 2))

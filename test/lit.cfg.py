@@ -28,6 +28,12 @@ config.substitutions.append(
     ("%plan-summary",
      "%s %s" % (sys.executable,
                 os.path.join(config.tp_src_root, "utils", "plan-summary.py"))))
+# %doc-blocks extract|check PAGE ...: the code blocks of a docs/ page that the
+# tests run or check (utils/doc-blocks.py).
+config.substitutions.append(
+    ("%doc-blocks",
+     "%s %s" % (sys.executable,
+                os.path.join(config.tp_src_root, "utils", "doc-blocks.py"))))
 # %expect-exit CODE cmd...: succeeds when cmd exits with exactly CODE (a crash
 # never does).
 config.substitutions.append(
@@ -40,6 +46,7 @@ tools = [
     "tp-opt",
     "tp-gen",
     "tp-run",
+    "tp-capi-test",
     ToolSubst("mlir-opt", unresolved="fatal"),
     ToolSubst("mlir-translate", unresolved="fatal"),
 ]
@@ -50,6 +57,10 @@ if config.tp_have_cuda:
     config.available_features.add("cuda")
 if config.tp_have_mpi:
     config.available_features.add("mpi")
+# sanitized: built with TP_SANITIZE; its libraries cannot be loaded into an
+# uninstrumented program (stock mlir-opt) or linked into one (test/embed).
+if getattr(config, "tp_sanitize", ""):
+    config.available_features.add("sanitized")
 
 # cuda-gpu: a usable NVIDIA GPU is present. Never set on the build machines
 # or in CI; GPU execution tests carry `REQUIRES: cuda-gpu`.

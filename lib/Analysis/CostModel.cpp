@@ -26,19 +26,21 @@ using namespace mlir::tp;
 std::optional<DeviceProfile> DeviceProfile::lookup(StringRef name) {
   // Per-direction link bandwidth; per ring step and per call latencies of
   // NCCL on that interconnect; dense tensor-core throughput without
-  // sparsity; HBM bandwidth; capacity (vendor data sheets).
+  // sparsity; HBM bandwidth; capacity (vendor data sheets); devices per
+  // fast-interconnect domain (an HGX/DGX board of 8 SXM GPUs on NVSwitch;
+  // h100-pcie: the 8 cards of one PCIe host, whose link numbers these are).
   if (name == "h100-nvlink")
     return DeviceProfile{"h100-nvlink", 450e9, 0.5e-6, 7e-6, 989e12, 67e12,
-                         3.35e12, 80e9};
+                         3.35e12, 80e9, /*devicesPerNode=*/8};
   if (name == "h200-nvlink")
     return DeviceProfile{"h200-nvlink", 450e9, 0.5e-6, 7e-6, 989e12, 67e12,
-                         4.8e12, 141e9};
+                         4.8e12, 141e9, /*devicesPerNode=*/8};
   if (name == "a100-nvlink")
     return DeviceProfile{"a100-nvlink", 300e9, 0.7e-6, 8e-6, 312e12, 19.5e12,
-                         2.0e12, 80e9};
+                         2.0e12, 80e9, /*devicesPerNode=*/8};
   if (name == "h100-pcie")
     return DeviceProfile{"h100-pcie", 64e9, 2e-6, 10e-6, 756e12, 51e12, 2.0e12,
-                         80e9};
+                         80e9, /*devicesPerNode=*/8};
   return std::nullopt;
 }
 

@@ -106,6 +106,8 @@ void store(tprt_dtype dtype, void *buffer, int64_t i, double value) {
   case TPRT_I64:
     static_cast<int64_t *>(buffer)[i] = int64_t(std::llround(value));
     return;
+  case TPRT_DTYPE_FORCE_32BIT:
+    return;
   }
 }
 
@@ -123,6 +125,8 @@ double load(tprt_dtype dtype, const void *buffer, int64_t i) {
     return static_cast<const int32_t *>(buffer)[i];
   case TPRT_I64:
     return double(static_cast<const int64_t *>(buffer)[i]);
+  case TPRT_DTYPE_FORCE_32BIT:
+    break;
   }
   return NAN;
 }

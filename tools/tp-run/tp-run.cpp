@@ -20,6 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Preflight.h"
+
 #include "tp/Conversion/Passes.h"
 #include "tp/Conversion/RuntimeSymbols.h"
 #include "tp/Dialect/TP/IR/TPOps.h"
@@ -66,8 +68,13 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("tp-run options");
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("[model.mlir]"),
                                       cl::init(""), cl::cat(category));
-static cl::opt<int> devices("tp", cl::desc("Number of devices (ranks)"),
-                       cl::init(2), cl::cat(category));
+static cl::opt<std::string>
+    tpOption("tp",
+             cl::desc("Number of devices (ranks), or 'auto': the smallest "
+                      "degree that fits --device (docs/preflight.md)"),
+             cl::init("2"), cl::cat(category));
+/// --tp as a number (0 with --tp auto).
+static int devices = 2;
 static cl::opt<int> dp("dp",
                        cl::desc("Data-parallel degree: a [dp, tp] mesh with "
                                 "every input split over \"dp\" on its first "
@@ -638,14 +645,19 @@ std::vector<Output> readOutputs(StringRef path) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &tprun::preflightCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tp-run: shard a model for N devices, compile it and run it on N "
       "ranks\n\n  tp-run model.mlir --tp 4 --check\n"
       "  tp-run --preset gpt2-tiny --gen=--with-embedding --gen=--with-loss "
       "--tp 4 --check\n");
-  if (devices < 1)
+  bool autoTP = tpOption == "auto";
+  if (autoTP)
+    devices = 0;
+  else if (StringRef(tpOption).getAsInteger(10, devices))
+    die("--tp '" + tpOption + "' is not a number of devices or 'auto'");
+  if (devices < 1 && !autoTP)
     die("--tp must be at least 1");
   // Each device is one process on this machine: a bound that keeps a typo
   // from starting thousands of ranks.
@@ -668,7 +680,7 @@ int main(int argc, char **argv) {
 
   // Before anything is compiled: a missing launcher or checkpoint fails at
   // once (tp-runner checks the checkpoint's contents).
-  std::string launcher = devices > 1 ? findMpirun() : "";
+  std::string launcher = devices > 1 && !autoTP ? findMpirun() : "";
   std::string checkpoint;
   if (!checkpointFile.empty()) {
     SmallString<256> path(checkpointFile);
@@ -735,6 +747,17 @@ int main(int argc, char **argv) {
   tp::registerTPPasses();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+
+  // --preflight and --tp auto (Preflight.cpp) stop here.
+  if (autoTP || tprun::preflightRequested()) {
+    if (dp > 1)
+      die("--preflight and --tp auto plan a 1-D tp mesh; drop --dp");
+    return tprun::runPreflight(
+        context,
+        {self, binDir.str(), source, inputFile, std::string(work),
+         shardOptions, int(timeoutSeconds)},
+        devices);
+  }
 
   std::string clang = findTool("clang-22", "/usr/lib/llvm-22/bin",
                                "in /usr/lib/llvm-22/bin");

@@ -33,6 +33,10 @@ struct DeviceProfile {
   double flops32;         ///< f32 FLOP/s
   double memoryBandwidth; ///< bytes/s of device memory
   double memoryCapacity;  ///< bytes of device memory
+  /// Devices in one fast-interconnect domain (one NVLink node, one PCIe
+  /// host): tensor-parallel groups larger than this cross a slower network
+  /// that the link numbers above do not describe (tp-run --preflight).
+  int devicesPerNode = 8;
 
   /// The built-in profiles: h100-nvlink, h200-nvlink, a100-nvlink,
   /// h100-pcie.

@@ -54,13 +54,18 @@ typedef enum tprt_dtype {
   TPRT_BF16 = 2,
   TPRT_F64 = 3,
   TPRT_I32 = 4,
-  TPRT_I64 = 5
+  TPRT_I64 = 5,
+  /* Not a dtype: keeps the enum 32 bits wide, so that any int a caller
+     passes is a value of the type, which the library rejects
+     (TPRT_ERROR_INVALID_ARGUMENT) rather than undefined behaviour. */
+  TPRT_DTYPE_FORCE_32BIT = 0x7fffffff
 } tprt_dtype;
 
 typedef enum tprt_reduction {
   TPRT_SUM = 0,
   TPRT_MAX = 1,
-  TPRT_MIN = 2
+  TPRT_MIN = 2,
+  TPRT_REDUCTION_FORCE_32BIT = 0x7fffffff /* not a reduction: as above */
 } tprt_reduction;
 
 /* Kinds of collectives, the indices of the per-kind arrays of tprt_stats. */

@@ -44,6 +44,8 @@ size_t tprt::dtypeSize(tprt_dtype dtype) {
   case TPRT_F64:
   case TPRT_I64:
     return 8;
+  case TPRT_DTYPE_FORCE_32BIT:
+    break;
   }
   return 0;
 }
@@ -62,6 +64,8 @@ const char *tprt::dtypeName(tprt_dtype dtype) {
     return "i32";
   case TPRT_I64:
     return "i64";
+  case TPRT_DTYPE_FORCE_32BIT:
+    break;
   }
   return "?";
 }

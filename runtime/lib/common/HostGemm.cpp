@@ -125,6 +125,7 @@ tprt_status tprt::hostGemm(tprt_dtype dtype, bool transA, bool transB,
   }
   case TPRT_I32:
   case TPRT_I64:
+  case TPRT_DTYPE_FORCE_32BIT:
     break;
   }
   return fail(TPRT_ERROR_INVALID_ARGUMENT, "dtype %s is not supported",

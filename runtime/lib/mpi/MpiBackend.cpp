@@ -62,6 +62,8 @@ MPI_Datatype mpiType(tprt_dtype dtype) {
     return MPI_INT32_T;
   case TPRT_I64:
     return MPI_INT64_T;
+  case TPRT_DTYPE_FORCE_32BIT:
+    break;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -74,6 +76,8 @@ MPI_Op mpiOp(tprt_reduction op) {
     return MPI_MAX;
   case TPRT_MIN:
     return MPI_MIN;
+  case TPRT_REDUCTION_FORCE_32BIT:
+    break;
   }
   return MPI_OP_NULL;
 }

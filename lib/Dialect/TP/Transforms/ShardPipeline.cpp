@@ -30,7 +30,10 @@ void mlir::tp::buildShardPipeline(OpPassManager &pm,
   propagate.reshardParams = options.reshardParams;
   propagate.largeConstantBytes = options.largeConstantBytes;
   propagate.report = options.report;
-  pm.addPass(createPropagatePass(propagate));
+  if (options.reportCallback)
+    pm.addPass(createPropagatePass(propagate, options.reportCallback));
+  else
+    pm.addPass(createPropagatePass(propagate));
   pm.addPass(createPartitionPass());
   OptimizeCollectivesPassOptions optimize;
   optimize.mergeBytes = options.mergeBytes;

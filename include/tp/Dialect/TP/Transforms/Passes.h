@@ -13,6 +13,12 @@
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <functional>
+
+namespace llvm::json {
+class Value;
+} // namespace llvm::json
+
 namespace mlir::tp {
 
 #define GEN_PASS_DECL
@@ -20,6 +26,15 @@ namespace mlir::tp {
 
 #define GEN_PASS_REGISTRATION
 #include "tp/Dialect/TP/Transforms/Passes.h.inc"
+
+/// Receives the plan report of one tp-propagate run: the JSON document that
+/// `report=FILE` writes (`{"functions": [...]}`, docs/passes/propagate.md).
+using PlanReportCallback = std::function<void(const llvm::json::Value &)>;
+
+/// tp-propagate that hands its plan report to `onReport` once per run, after
+/// planning every function (and writes `options.report` too when set).
+std::unique_ptr<Pass> createPropagatePass(const PropagatePassOptions &options,
+                                          PlanReportCallback onReport);
 
 /// Options of the `tp-shard` pipeline: every `tp-propagate` option plus the
 /// collective optimiser's.
@@ -72,6 +87,10 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
       *this, "merge-bytes",
       llvm::cl::desc("Merge independent all-reduces up to this size"),
       llvm::cl::init(1 << 20)};
+
+  /// C++ only, no textual form: receives the plan report in memory
+  /// (createPropagatePass(options, onReport)).
+  PlanReportCallback reportCallback;
 };
 
 /// propagate + partition + optimize-collectives + canonicalize + cse +
