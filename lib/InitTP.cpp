@@ -7,10 +7,13 @@
 #include "tp/Dialect/TP/IR/TPDialect.h"
 #include "tp/Dialect/TP/Transforms/Passes.h"
 
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 
 void mlir::tp::registerTPDialects(DialectRegistry &registry) {
   registry.insert<TPDialect>();
+  // Upstream shard, so that hosts parse what tp-import-shard reads.
+  registry.insert<shard::ShardDialect>();
   registerShardingRuleExternalModels(registry);
 }
 

@@ -15,7 +15,8 @@ class DialectRegistry;
 namespace mlir::tp {
 
 /// Adds the `tp` dialect (and the external models it attaches to upstream
-/// ops) to `registry`.
+/// ops) and upstream's `shard` dialect (the input of tp-import-shard) to
+/// `registry`.
 void registerTPDialects(DialectRegistry &registry);
 
 /// Registers every `tp-` pass and pipeline with the global pass registry.

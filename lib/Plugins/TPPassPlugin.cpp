@@ -39,7 +39,9 @@ constexpr llvm::StringLiteral kFlagNames[] = {"tp-shard",
                                               "tp-optimize-collectives",
                                               "tp-verify-partitioned",
                                               "tp-lower-cpu",
-                                              "convert-tp-to-runtime"};
+                                              "convert-tp-to-runtime",
+                                              "tp-import-shard",
+                                              "tp-export-shard"};
 
 /// The pipeline spelled by the flags seen so far, and how many times this
 /// plugin has set `--pass-pipeline` (to notice one given by the user).

@@ -30,6 +30,8 @@ void mlir::tp::buildShardPipeline(OpPassManager &pm,
   propagate.reshardParams = options.reshardParams;
   propagate.largeConstantBytes = options.largeConstantBytes;
   propagate.report = options.report;
+  // Upstream shard annotations become pins; no-op without shard ops.
+  pm.addPass(createImportShardPass());
   if (options.reportCallback)
     pm.addPass(createPropagatePass(propagate, options.reportCallback));
   else
@@ -47,7 +49,8 @@ void mlir::tp::registerShardPipeline() {
   PassPipelineRegistration<ShardPipelineOptions>(
       "tp-shard",
       "Plan, partition and optimise a tensor program for tensor parallelism "
-      "(tp-propagate + tp-partition + tp-optimize-collectives + canonicalize "
-      "+ cse + tp-verify-partitioned); takes every tp-propagate option",
+      "(tp-import-shard + tp-propagate + tp-partition + "
+      "tp-optimize-collectives + canonicalize + cse + tp-verify-partitioned); "
+      "takes every tp-propagate option",
       buildShardPipeline);
 }

@@ -93,7 +93,8 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
   PlanReportCallback reportCallback;
 };
 
-/// propagate + partition + optimize-collectives + canonicalize + cse +
+/// import-shard (upstream `shard` annotations become pins) + propagate +
+/// partition + optimize-collectives + canonicalize + cse +
 /// verify-partitioned, on a module.
 void buildShardPipeline(OpPassManager &pm, const ShardPipelineOptions &options);
 

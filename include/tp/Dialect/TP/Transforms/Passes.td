@@ -167,4 +167,75 @@ def VerifyPartitionedPass : Pass<"tp-verify-partitioned", "::mlir::ModuleOp"> {
   }];
 }
 
+def ImportShardPass : Pass<"tp-import-shard", "::mlir::ModuleOp"> {
+  let summary = "Turn upstream shard annotations into tp pins";
+  let description = [{
+    Accepts IR annotated with upstream MLIR's `shard` dialect and rewrites
+    the annotations into the planner's input vocabulary:
+
+    * `shard.grid @g(shape = 2x4)` becomes `tp.mesh @g ["axis0" = 2,
+      "axis1" = 4]` (same symbol and sizes; upstream axes are indexed, axis
+      `i` is named `"axisI"`);
+    * `shard.shard %arg to %s` of a function argument becomes the argument's
+      `tp.layout`; a `shard.shard` whose result is returned gives that
+      function result its `tp.layout`; any other `shard.shard` (with or
+      without `annotate_for_users`) becomes a `tp.annotate` pin;
+    * `split_axes = [[], [0, 1]]` becomes `#tp.layout<@g, [-, ["axis0",
+      "axis1"]]>` (MLIR 22 shardings have no partial axes);
+    * every `shard.shard`, `shard.sharding` and `shard.grid` is erased.
+
+    ```mlir
+    // before
+    shard.grid @grid(shape = 4)
+    func.func @f(%w: tensor<16x64xf32>) -> tensor<8x64xf32> {
+      %s = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+      %ws = shard.shard %w to %s : tensor<16x64xf32>
+    // after
+    tp.mesh @grid ["axis0" = 4]
+    func.func @f(%w: tensor<16x64xf32> {tp.layout = #tp.layout<@grid, [-, "axis0"]>})
+    ```
+
+    Halo sizes, sharded dims offsets, dynamic grids, shardings not defined
+    by `shard.sharding` and every other `shard` op are errors naming the op;
+    nothing is rewritten then. A module without `shard` ops is unchanged, so
+    `--tp-shard` runs this pass first.
+  }];
+  let dependentDialects = ["::mlir::tp::TPDialect"];
+}
+
+def ExportShardPass : Pass<"tp-export-shard", "::mlir::ModuleOp"> {
+  let summary = "Write a tp plan as fully annotated upstream shard IR";
+  let description = [{
+    Takes the output of `--tp-propagate` and writes the plan in upstream
+    MLIR's `shard` dialect, annotated the way upstream
+    `sharding-propagation` leaves a program, so that upstream
+    `shard-partition` partitions it: `tp.mesh @m ["dp" = 2, "tp" = 4]`
+    becomes `shard.grid @m(shape = 2x4)` (axis names become their
+    positions); an argument's `tp.layout` a `shard.shard` of the argument;
+    each op's `tp.result_layouts` a `shard.shard` of its results and its
+    `tp.operand_layouts` a `shard.shard ... annotate_for_users` of its
+    operands. Partial layouts are written without their partial axes
+    (upstream shardings have none; upstream reduces a split contraction
+    right after the op). `tp.annotate` pins are dropped and every `tp.`
+    attribute is removed, so the output needs no `tp` dialect.
+
+    ```mlir
+    // before (planned)
+    %2 = linalg.matmul {tp.operand_layouts = [#tp.layout<@tp, [-, -]>, #tp.layout<@tp, [-, "tp"]>, ...],
+                        tp.result_layouts = [#tp.layout<@tp, [-, "tp"]>]} ins(%x, %w1 : ...)
+    // after
+    %s = shard.sharding @tp split_axes = [[], [0]] : !shard.sharding
+    %w1u = shard.shard %w1a to %s annotate_for_users : tensor<16x64xf32>
+    %2 = linalg.matmul ins(%xu, %w1u : ...) outs(...)
+    %r = shard.shard %2 to %s2 : tensor<8x64xf32>
+    ```
+
+    Precondition: planned and not partitioned (a `tp` collective is an
+    error); the module has a `tp.mesh`.
+  }];
+  let dependentDialects = [
+    "::mlir::tp::TPDialect", "::mlir::shard::ShardDialect"
+  ];
+}
+
 #endif // TP_DIALECT_TP_TRANSFORMS_PASSES_TD
