@@ -195,6 +195,34 @@ double tprun::loadDouble(DType dtype, const void *data, int64_t index) {
   return 0.0;
 }
 
+/// Walks the rows (all dimensions but the last) of a local block at
+/// `offsets` in the global tensor: `row(r, valid, base)` gets the row's
+/// number, whether it lies inside the global shape, and the global
+/// row-major offset of its column 0.
+template <typename RowFn>
+static void forEachLocalRow(const std::vector<int64_t> &local,
+                            const std::vector<int64_t> &global,
+                            const std::vector<int64_t> &offsets, int64_t rows,
+                            RowFn &&row) {
+  size_t rank = local.size();
+  std::vector<int64_t> index(rank - 1, 0); // odometer over the outer dims
+  for (int64_t r = 0; r < rows; ++r) {
+    bool valid = true;
+    uint64_t base = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      int64_t g = offsets[d] + index[d];
+      valid &= g < global[d];
+      base = base * uint64_t(global[d]) + uint64_t(g);
+    }
+    row(r, valid, base * uint64_t(global[rank - 1]));
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < local[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
 void tprun::fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
                       void *data) {
   int64_t count = buffer.localElements();
@@ -241,30 +269,15 @@ void tprun::fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
   const std::vector<int64_t> &global = buffer.globalShape;
   int64_t inner = local[rank - 1];
   int64_t rows = count / inner;
-  std::vector<int64_t> index(rank - 1, 0); // odometer over the outer dims
   int64_t out = 0;
-  for (int64_t row = 0; row < rows; ++row) {
-    // The global row-major offset of this row's first element, and whether
-    // the row lies inside the global shape.
-    bool rowValid = true;
-    uint64_t base = 0;
-    for (size_t d = 0; d + 1 < rank; ++d) {
-      int64_t g = offsets[d] + index[d];
-      rowValid &= g < global[d];
-      base = base * uint64_t(global[d]) + uint64_t(g);
-    }
-    base *= uint64_t(global[rank - 1]);
-    for (int64_t j = 0; j < inner; ++j, ++out) {
-      int64_t g = offsets[rank - 1] + j;
-      bool valid = rowValid && g < global[rank - 1];
-      element(out, valid, valid ? base + uint64_t(g) : 0);
-    }
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (++index[d] < local[d])
-        break;
-      index[d] = 0;
-    }
-  }
+  forEachLocalRow(local, global, offsets, rows,
+                  [&](int64_t, bool rowValid, uint64_t base) {
+                    for (int64_t j = 0; j < inner; ++j, ++out) {
+                      int64_t g = offsets[rank - 1] + j;
+                      bool valid = rowValid && g < global[rank - 1];
+                      element(out, valid, valid ? base + uint64_t(g) : 0);
+                    }
+                  });
 }
 
 void tprun::copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
@@ -289,27 +302,15 @@ void tprun::copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
   int64_t first = offsets[rank - 1];
   int64_t valid = std::max<int64_t>(
       0, std::min<int64_t>(inner, shape[rank - 1] - first));
-  std::vector<int64_t> index(rank - 1, 0); // odometer over the outer dims
-  for (int64_t row = 0; row < rows; ++row) {
-    bool rowValid = true;
-    uint64_t base = 0;
-    for (size_t d = 0; d + 1 < rank; ++d) {
-      int64_t g = offsets[d] + index[d];
-      rowValid &= g < shape[d];
-      base = base * uint64_t(shape[d]) + uint64_t(g);
-    }
-    base = base * uint64_t(shape[rank - 1]) + uint64_t(first);
-    char *out = to + size_t(row * inner) * size;
-    int64_t copied = rowValid ? valid : 0;
-    if (copied)
-      std::memcpy(out, from + base * size, size_t(copied) * size);
-    if (copied < inner)
-      std::memset(out + size_t(copied) * size, 0,
-                  size_t(inner - copied) * size);
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (++index[d] < local[d])
-        break;
-      index[d] = 0;
-    }
-  }
+  forEachLocalRow(local, shape, offsets, rows,
+                  [&](int64_t row, bool rowValid, uint64_t base) {
+                    char *out = to + size_t(row * inner) * size;
+                    int64_t copied = rowValid ? valid : 0;
+                    if (copied)
+                      std::memcpy(out, from + (base + uint64_t(first)) * size,
+                                  size_t(copied) * size);
+                    if (copied < inner)
+                      std::memset(out + size_t(copied) * size, 0,
+                                  size_t(inner - copied) * size);
+                  });
 }
