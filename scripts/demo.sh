@@ -68,7 +68,7 @@ echo "   (GPT-2 small shapes, 2 layers, 32 tokens, f32, vocabulary 50257 padded)
   --gen=--with-embedding --gen=--with-loss --tp 4 --check \
   --work-dir "$work/run" > "$work/run.log" 2>&1 || {
   cat "$work/run.log"; echo "demo: the run failed" >&2; exit 1; }
-grep -E "^(devices|time per step|collectives|communication|plan|check):" \
+grep -E "^(devices|time per step|throughput|collectives|communication|plan|check):" \
   "$work/run.log" | sed 's/^/   /'
 "$build/bin/tp-runner" "$work/run/tp1" --backend single --print 2>/dev/null |
   grep -A1 '^output' | sed 's/^/   unsharded /'
