@@ -1281,6 +1281,24 @@ FailureOr<Plan> PlanBuilder::run() {
            << llvm::formatv("{0:F0}", totalParamBytes) << " bytes in all)";
     if (!solution.exact)
       diag << "; the search gave up (elimination width too large)";
+    if (budget != kInf) {
+      // The least the parameters can take per device, each in its
+      // smallest layout (pins and shapes permitting): what a budget must
+      // at least allow.
+      double least = 0;
+      for (int i : paramNodes) {
+        double smallest = kInf;
+        for (const Strategy &s : nodes[i].strategies)
+          smallest = std::min(smallest, s.paramBytes);
+        if (smallest != kInf)
+          least += smallest;
+      }
+      diag.attachNote(func.getLoc())
+          << "the parameters take at least "
+          << llvm::formatv("{0:F0}", least)
+          << " bytes per device in their smallest layouts; allow more with "
+             "param-share=F, memory-budget=BYTES or memory-budget=none";
+    }
     return diag;
   }
 

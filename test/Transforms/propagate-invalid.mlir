@@ -56,6 +56,7 @@ tp.mesh @m ["tp" = 4]
 // Splitting the tokens of a matmul means reading its weight whole, which
 // the default memory budget forbids; parameters are never gathered.
 // expected-error @below {{no layout assignment of 'rows_need_whole_weight' satisfies the pins within the memory budget of 2253 bytes per device (parameters need 8192 bytes in all)}}
+// expected-note @below {{the parameters take at least 2048 bytes per device in their smallest layouts; allow more with param-share=F, memory-budget=BYTES or memory-budget=none}}
 func.func @rows_need_whole_weight(%x: tensor<64x32xf32>, %w: tensor<32x64xf32> {tp.param}) -> tensor<64x64xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<64x64xf32>
