@@ -29,13 +29,15 @@ Prints "check-output: ok (...)" or the first difference and exits 1.
 import argparse
 import itertools
 import json
-import math
 import os
 import struct
 import sys
 
-MASK = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
+# The init contract's reference (docs/models.md), shared with tp-gen's tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "utils"))
+from tp_init import element  # noqa: E402
+
 MAGIC = 0x54504F55
 CODES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5,
          "i8": 6, "i1": 7}
@@ -46,35 +48,6 @@ SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8,
 def fail(message):
     print("check-output: error: " + message)
     sys.exit(1)
-
-
-def splitmix64(x):
-    z = (x + GOLDEN) & MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return z ^ (z >> 31)
-
-
-def unit(x):
-    return ((splitmix64(x & MASK) >> 11) + 1) * 2.0**-53
-
-
-def element(init, i):
-    """Element i (flat, global, row-major) of a buffer with this init."""
-    kind = init["kind"]
-    if kind == "zeros":
-        return 0
-    if kind == "ones":
-        return 1
-    base = (init["seed"] * GOLDEN) & MASK
-    if kind == "integers":
-        return splitmix64((base + i) & MASK) % init["high"]
-    u1 = unit(base + 2 * i)
-    if kind == "uniform":
-        return init["scale"] * (2.0 * u1 - 1.0)
-    u2 = unit(base + 2 * i + 1)
-    return (init["std"] * math.sqrt(-2.0 * math.log(u1)) *
-            math.cos(2.0 * 3.14159265358979323846 * u2))
 
 
 def pack(dtype, value):

@@ -28,42 +28,14 @@ import subprocess
 import sys
 import tempfile
 
-MASK = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
+# The init contract's reference (docs/models.md), shared with the runner's
+# tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "utils"))
+from tp_init import MASK, materialise  # noqa: E402
 
 
 # --- The initialisation contract of docs/models.md --------------------------
-
-def splitmix64(x):
-    z = (x + GOLDEN) & MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return z ^ (z >> 31)
-
-
-def unit(x):
-    """A double in (0, 1] from the top 53 bits of splitmix64(x)."""
-    return ((splitmix64(x) >> 11) + 1) * 2.0**-53
-
-
-def materialise(init, count):
-    kind = init["kind"]
-    if kind == "zeros":
-        return [0.0] * count
-    if kind == "ones":
-        return [1.0] * count
-    base = (init["seed"] * GOLDEN) & MASK
-    out = []
-    for i in range(count):
-        u1 = unit((base + 2 * i) & MASK)
-        if kind == "uniform":
-            out.append(init["scale"] * (2.0 * u1 - 1.0))
-        else:
-            u2 = unit((base + 2 * i + 1) & MASK)
-            out.append(init["std"] * math.sqrt(-2.0 * math.log(u1)) *
-                       math.cos(2.0 * math.pi * u2))
-    return out
-
 
 def fnv1a(name):
     h = 0xcbf29ce484222325
