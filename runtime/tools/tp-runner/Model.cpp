@@ -49,6 +49,14 @@ const char *tprun::dtypeName(DType dtype) {
   return "?";
 }
 
+const char *const tprun::kCollectiveNames[TPRT_NUM_COLLECTIVES] = {
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+
+tprt_dtype tprun::commDType(DType dtype) {
+  uint32_t code = dtypeCode(dtype);
+  return code <= TPRT_I64 ? tprt_dtype(code) : TPRT_I32;
+}
+
 uint32_t tprun::dtypeCode(DType dtype) {
   switch (dtype) {
   case DType::F32:
@@ -473,13 +481,12 @@ Model tprun::loadModel(const std::string &path) {
 
   const JsonValue &collectives = member(root, "", "collectives");
   expectKind(collectives, JsonValue::Kind::Object, "collectives", "an object");
-  static const char *kinds[TPRT_NUM_COLLECTIVES] = {
-      "all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
   for (int k = 0; k < TPRT_NUM_COLLECTIVES; ++k)
-    model.collectives[k] = getInt(collectives, "collectives.", kinds[k], 0);
+    model.collectives[k] =
+        getInt(collectives, "collectives.", kCollectiveNames[k], 0);
   for (const auto &entry : collectives.members) {
     bool known = false;
-    for (const char *kind : kinds)
+    for (const char *kind : kCollectiveNames)
       known |= entry.first == kind;
     if (!known)
       error("field \"collectives." + entry.first +

@@ -33,6 +33,9 @@ const char *dtypeName(DType dtype);
 /// The code of the tp-runner output format: the tprt_dtype value for f32,
 /// f16, bf16, f64, i32, i64; 6 for i8, 7 for i1.
 uint32_t dtypeCode(DType dtype);
+/// The dtype a buffer is communicated in: its own, with i8 and i1 widened
+/// to i32.
+tprt_dtype commDType(DType dtype);
 bool isFloat(DType dtype);
 
 enum class Role { Input, Param, Output };
@@ -65,6 +68,9 @@ struct Buffer {
   int64_t localElements() const;
   int64_t globalElements() const;
 };
+
+/// model.json's names of the collectives ("collectives"), by tprt_collective.
+extern const char *const kCollectiveNames[TPRT_NUM_COLLECTIVES];
 
 struct Model {
   std::string entry;

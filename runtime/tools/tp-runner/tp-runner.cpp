@@ -249,28 +249,6 @@ bool firstRankByEnvironment() {
   return true;
 }
 
-const char *const kCollectiveNames[TPRT_NUM_COLLECTIVES] = {
-    "all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
-
-tprt_dtype commDType(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return TPRT_F32;
-  case DType::F16:
-    return TPRT_F16;
-  case DType::BF16:
-    return TPRT_BF16;
-  case DType::F64:
-    return TPRT_F64;
-  case DType::I64:
-    return TPRT_I64;
-  case DType::I32:
-  case DType::I8: // widened to i32 for the collectives
-  case DType::I1:
-    return TPRT_I32;
-  }
-  return TPRT_I32;
-}
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string text = "[";
