@@ -22,4 +22,5 @@ void mlir::tp::registerTPPasses() {
   registerShardPipeline();
   registerTPConversionPasses();
   registerLowerCPUPipeline();
+  registerLowerGPUPipeline();
 }

@@ -6,7 +6,12 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -27,6 +32,60 @@ void buildLowerCPUPipeline(OpPassManager &pm);
 
 /// Registers `tp-lower-cpu` with the global pipeline registry.
 void registerLowerCPUPipeline();
+
+/// The options of `tp-lower-gpu` (docs/passes/lower-gpu.md).
+struct LowerGPUOptions : public PassPipelineOptions<LowerGPUOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("Target GPU: sm_<NN>[a|f], e.g. sm_90"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features for the NVVM target, e.g. +ptx80 "
+                     "(default: LLVM's for the chip)"),
+      llvm::cl::init("")};
+  PassOptions::Option<unsigned> optLevel{
+      *this, "O", llvm::cl::desc("Optimization level of the device code"),
+      llvm::cl::init(3)};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Embedded kernels: isa (PTX), bin (cubin) or fatbin "
+                     "(cubin + PTX); default fatbin when ptxas is found, "
+                     "else isa"),
+      llvm::cl::init("")};
+  PassOptions::Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit folder (ptxas, libdevice); default "
+                     "$CUDA_HOME, else /usr/local/cuda"),
+      llvm::cl::init("")};
+  PassOptions::Option<std::string> stopAfter{
+      *this, "stop-after",
+      llvm::cl::desc("Stop early, for inspection: 'gemm' (GEMM calls on "
+                     "tensors), 'kernels' (gpu.launch ops on buffers, "
+                     "outlined), or empty for the whole pipeline"),
+      llvm::cl::init("")};
+};
+
+/// Checks `options` (chip spelling, format, stop-after); on failure `error`
+/// says what is wrong.
+LogicalResult checkLowerGPUOptions(const LowerGPUOptions &options,
+                                   std::string &error);
+
+/// `tp-lower-gpu`: a partitioned (or unpartitioned) program on tensors down
+/// to the LLVM dialect with its kernels in a `gpu.binary`: collectives and
+/// matmul-family ops to tprt calls, elementwise fusion, bufferization, the
+/// remaining linalg ops to `gpu.launch` kernels, NVVM, PTX/cubin. Invalid
+/// options make the pipeline fail on its first pass with the message of
+/// `checkLowerGPUOptions`.
+void buildLowerGPUPipeline(OpPassManager &pm, const LowerGPUOptions &options);
+
+/// Registers `tp-lower-gpu` with the global pipeline registry.
+void registerLowerGPUPipeline();
+
+/// Everything a tool needs, besides the upstream dialects, to run
+/// `tp-lower-gpu` and translate its output to LLVM IR: the NVVM target
+/// attribute model and the builtin, GPU (offloading), LLVM and NVVM
+/// translations to LLVM IR.
+void registerGPUTranslations(DialectRegistry &registry);
 
 } // namespace mlir::tp
 

@@ -38,4 +38,120 @@ def ConvertTPToRuntimePass
   ];
 }
 
+def GemmToRuntimePass : Pass<"tp-gemm-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Lower every matmul-family linalg op to the runtime's GEMM calls";
+  let description = [{
+    Rewrites, on tensors, every linalg contraction (`linalg.matmul` in any
+    transpose form, `linalg.batch_matmul` and its transposed forms, and
+    `linalg.generic` ops whose body is a multiply-accumulate, as found by
+    `linalg::isaContractionOpInterface` / `linalg::inferContractionDims`)
+    into a call of `tprt_mlir_gemm_<type>` (no batch dimension) or
+    `tprt_mlir_batched_gemm_<type>` (rank-3 `[batch, M, K]` operands).
+    Several batch, M, N or K dimensions are collapsed into one when they are
+    contiguous in the operand; transposes are expressed through the
+    `trans_a` / `trans_b` flags; a `linalg.transpose` is inserted only for
+    an operand whose dimensions cannot be grouped as `[batch, rows, k]` or
+    `[batch, k, rows]`. A non-zero init becomes an elementwise add of the
+    product:
+
+    ```mlir
+    // before: attention scores, q/k as [b, s, h, d]
+    %s = linalg.generic {indexing_maps = [(b,h,i,j,d) -> (b,i,h,d),
+                                         (b,h,i,j,d) -> (b,j,h,d),
+                                         (b,h,i,j,d) -> (b,h,i,j)], ...}
+           ins(%q, %k) outs(%zero_filled)
+    // after
+    %qt = linalg.transpose ins(%q) outs(...) permutation = [0, 2, 1, 3]
+    %kt = linalg.transpose ins(%k) outs(...) permutation = [0, 2, 1, 3]
+    %a = tensor.collapse_shape %qt [[0, 1], [2], [3]]
+    %b = tensor.collapse_shape %kt [[0, 1], [2], [3]]
+    call @tprt_mlir_batched_gemm_f32(%c0, %c1, %ua, %ub, %uc)
+    %s = tensor.expand_shape ...
+    ```
+
+    Contractions it cannot map (integer or mixed element types, dynamic
+    shapes) get a remark and stay linalg (a slower kernel, still correct).
+    Preconditions: static shapes; runs before bufferization.
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect",
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turn every linalg op on buffers into a gpu.launch and "
+                "move host buffers to the device";
+  let description = [{
+    After bufferization, every remaining linalg op (static shapes, buffer
+    semantics) becomes one `gpu.launch`:
+
+    * parallel-only ops: a 1-D grid-stride launch over the flattened
+      iteration space, 256 threads per block; each point loads its operands
+      through the indexing maps, runs the op's region and stores the
+      yielded values;
+    * ops whose reduction dimensions are all trailing (row reductions: norm
+      statistics, softmax max/sum, log-sum-exp): one block per row (grid =
+      number of parallel points, block = 32..256 threads by row length),
+      threads stride over the row, partial results combine with a uniform
+      `gpu.all_reduce` of the combiner found by `matchReduction` (lowered to
+      `shfl.sync.bfly` within warps, shared memory and `bar.sync` across
+      them); thread 0 combines with the initial value and stores the row;
+    * other reductions: one thread per output point with a remark.
+
+    Host side: `memref.alloc`/`dealloc` become `gpu.alloc`/`gpu.dealloc`,
+    `memref.copy` a `gpu.memcpy` (contiguous) or a copy kernel (strided),
+    and `memref.get_global` a device copy of the host global.
+
+    ```mlir
+    // before
+    linalg.generic {iterator_types = ["parallel", "reduction"]}
+        ins(%x : memref<16x64xf32>) outs(%s : memref<16xf32>) {...addf...}
+    // after
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c16, ...)
+               threads(%tx, %ty, %tz) in (%sx = %c64, ...) {
+      %p = scf.for %i = %tx to %c64 step %c64 iter_args(%acc = %zero) ...
+      %r = gpu.all_reduce add %p uniform {} : (f32) -> f32
+      scf.if %first { ... memref.store ... }
+      gpu.terminator
+    }
+    ```
+
+    Preconditions: bufferized program, static shapes, no host-side
+    `memref.load`/`memref.store` outside linalg ops.
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
+    "::mlir::affine::AffineDialect"
+  ];
+}
+
+def MergeGPUModulesPass : Pass<"tp-merge-gpu-modules", "::mlir::ModuleOp"> {
+  let summary = "Put every outlined kernel into one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` makes one `gpu.module` per kernel, and each
+    becomes a `gpu.binary` that the compiled model loads separately
+    (`mgpuModuleLoad` or, for PTX, a JIT compilation at load time). This
+    pass moves every `gpu.func` into one module, `@tp_kernels`; each kernel
+    takes the name of its old module. Launches are updated to match:
+
+    ```mlir
+    // before
+    gpu.launch_func @forward_kernel_3::@forward_kernel ...
+    gpu.module @forward_kernel_3 { gpu.func @forward_kernel(...) kernel {...} }
+    // after
+    gpu.launch_func @tp_kernels::@forward_kernel_3 ...
+    gpu.module @tp_kernels { gpu.func @forward_kernel_3(...) kernel {...} ... }
+    ```
+
+    Modules that hold anything but kernels, or that carry attributes (a
+    target already attached), are left alone. Preconditions: runs after
+    outlining and before `nvvm-attach-target`.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 #endif // TP_CONVERSION_PASSES_TD

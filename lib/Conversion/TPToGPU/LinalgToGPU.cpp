@@ -1,0 +1,560 @@
+//===- LinalgToGPU.cpp - linalg ops on buffers to gpu.launch ------*- C++ -*-//
+//
+// After bufferization every remaining linalg op becomes one gpu.launch, and
+// the host side moves to device memory.
+//
+// Kernel mapping, per linalg op (static loop ranges, buffer semantics):
+//  * Parallel-only op: a 1-D grid-stride kernel over the flattened iteration
+//    space (256 threads per block, fewer for tiny ops; at most 65535 blocks).
+//    Each point delinearizes its index into loop indices, loads every operand
+//    the region reads through its indexing map, clones the region (with
+//    linalg.index replaced by the loop index) and stores the yielded values
+//    through the output maps.
+//  * Row reduction: every reduction dimension trails every parallel one and
+//    each output's region value is `combiner(out, contribution)` with a
+//    combiner that gpu.all_reduce knows (matchReduction, then
+//    arith::getNeutralElement). One block per row: the grid is the number of
+//    parallel points, the block 32..256 threads (the row length rounded up to
+//    a power of two). Each thread folds a strided part of the row into a
+//    partial starting at the neutral element, by the op's own region; a
+//    uniform gpu.all_reduce combines the partials (upstream lowers it to
+//    shfl.sync.bfly within warps, a workgroup buffer and bar.sync across
+//    warps; 16-bit floats combine in f32); thread 0 combines the result
+//    with the output's initial value and stores it once.
+//  * Any other reduction (interleaved dimensions, unknown combiners,
+//    several coupled outputs): one thread per output point running the
+//    reduction loop serially, with a remark.
+// Host side: memref.alloc / memref.dealloc become gpu.alloc / gpu.dealloc;
+// memref.copy becomes gpu.memcpy between contiguous buffers and a copy
+// kernel otherwise; memref.get_global gets a device copy (gpu.alloc +
+// gpu.memcpy, freed before each return). Host code may only compute views
+// of device buffers: a memref.load or memref.store left outside a kernel is
+// an error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tp/Conversion/Passes.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::tp {
+#define GEN_PASS_DEF_LINALGTOGPUPASS
+#include "tp/Conversion/Passes.h.inc"
+} // namespace mlir::tp
+
+#define DEBUG_TYPE "tp-linalg-to-gpu"
+
+using namespace mlir;
+using namespace mlir::tp;
+
+namespace {
+
+constexpr int64_t kThreadsPerBlock = 256;
+constexpr int64_t kMaxBlocks = 65535;
+constexpr int64_t kWarp = 32;
+
+Value index(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t product(ArrayRef<int64_t> values) {
+  int64_t n = 1;
+  for (int64_t v : values)
+    n *= v;
+  return n;
+}
+
+/// Loop indices for the flat index `flat` over `ranges` (row-major).
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value flat,
+                               ArrayRef<int64_t> ranges) {
+  SmallVector<Value> ivs(ranges.size());
+  Value rest = flat;
+  for (int64_t d = int64_t(ranges.size()) - 1; d >= 0; --d) {
+    if (d == 0) {
+      ivs[d] = rest;
+      break;
+    }
+    Value size = index(b, loc, ranges[d]);
+    ivs[d] = arith::RemUIOp::create(b, loc, rest, size);
+    rest = arith::DivUIOp::create(b, loc, rest, size);
+  }
+  return ivs;
+}
+
+/// A gpu.launch with a 1-D grid and block; the builder is left inside its
+/// body, before the terminator.
+gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t blocks,
+                           int64_t threads) {
+  Value one = index(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, index(b, loc, blocks), one, one,
+                                      index(b, loc, threads), one, one);
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToEnd(&body);
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&body);
+  return launch;
+}
+
+/// The gpu.all_reduce kind of a combiner op, if it has one.
+std::optional<gpu::AllReduceOperation> getAllReduceKind(Operation *op) {
+  using K = gpu::AllReduceOperation;
+  return llvm::TypeSwitch<Operation *, std::optional<K>>(op)
+      .Case<arith::AddFOp, arith::AddIOp>([](auto) { return K::ADD; })
+      .Case<arith::MulFOp, arith::MulIOp>([](auto) { return K::MUL; })
+      .Case<arith::MaximumFOp>([](auto) { return K::MAXIMUMF; })
+      .Case<arith::MinimumFOp>([](auto) { return K::MINIMUMF; })
+      .Case<arith::MaxNumFOp>([](auto) { return K::MAXNUMF; })
+      .Case<arith::MinNumFOp>([](auto) { return K::MINNUMF; })
+      .Case<arith::MaxSIOp>([](auto) { return K::MAXSI; })
+      .Case<arith::MinSIOp>([](auto) { return K::MINSI; })
+      .Case<arith::MaxUIOp>([](auto) { return K::MAXUI; })
+      .Case<arith::MinUIOp>([](auto) { return K::MINUI; })
+      .Case<arith::AndIOp>([](auto) { return K::AND; })
+      .Case<arith::OrIOp>([](auto) { return K::OR; })
+      .Case<arith::XOrIOp>([](auto) { return K::XOR; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// What a row reduction kernel needs to know about each output.
+struct RowCombiner {
+  Operation *combiner;  // the region's op folding `out` into the row
+  TypedAttr neutral;    // its neutral element
+  gpu::AllReduceOperation kind;
+};
+
+class KernelBuilder {
+public:
+  explicit KernelBuilder(linalg::LinalgOp op) : op(op) {}
+
+  LogicalResult build();
+
+private:
+  /// Indices of operand `operand` at loop indices `ivs`.
+  SmallVector<Value> operandIndices(OpBuilder &b, OpOperand &operand,
+                                    ValueRange ivs);
+  /// Loads what the region reads and clones it at loop indices `ivs`;
+  /// `outputs` (if non-empty) stand for the output block arguments.
+  /// Returns the yielded values.
+  SmallVector<Value> emitRegion(OpBuilder &b, ValueRange ivs,
+                                ValueRange outputs);
+  void storeResults(OpBuilder &b, ValueRange ivs, ValueRange values);
+  SmallVector<Value> loadOutputs(OpBuilder &b, ValueRange ivs);
+
+  LogicalResult buildParallel();
+  FailureOr<SmallVector<RowCombiner>> matchRowReduction();
+  LogicalResult buildRowReduction(ArrayRef<RowCombiner> combiners);
+  LogicalResult buildSerialReduction();
+
+  linalg::LinalgOp op;
+  SmallVector<int64_t> ranges;
+};
+
+} // namespace
+
+SmallVector<Value> KernelBuilder::operandIndices(OpBuilder &b,
+                                                 OpOperand &operand,
+                                                 ValueRange ivs) {
+  AffineMap map = op.getMatchingIndexingMap(&operand);
+  std::optional<SmallVector<Value, 8>> values =
+      affine::expandAffineMap(b, op.getLoc(), map, ivs);
+  return SmallVector<Value>(values->begin(), values->end());
+}
+
+SmallVector<Value> KernelBuilder::emitRegion(OpBuilder &b, ValueRange ivs,
+                                             ValueRange outputs) {
+  Location loc = op.getLoc();
+  Block *block = op.getBlock();
+  IRMapping mapping;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(input);
+    if (arg.use_empty())
+      continue;
+    Value v = input->get();
+    if (isa<MemRefType>(v.getType()))
+      v = memref::LoadOp::create(b, loc, v, operandIndices(b, *input, ivs));
+    mapping.map(arg, v);
+  }
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+    BlockArgument arg = op.getMatchingBlockArgument(&init);
+    if (!outputs.empty()) {
+      mapping.map(arg, outputs[i]);
+      continue;
+    }
+    if (arg.use_empty())
+      continue;
+    mapping.map(arg, memref::LoadOp::create(b, loc, init.get(),
+                                            operandIndices(b, init, ivs)));
+  }
+  for (Operation &inner : block->without_terminator()) {
+    if (auto idx = dyn_cast<linalg::IndexOp>(inner)) {
+      mapping.map(idx.getResult(), ivs[idx.getDim()]);
+      continue;
+    }
+    b.clone(inner, mapping);
+  }
+  SmallVector<Value> yielded;
+  for (Value v : block->getTerminator()->getOperands())
+    yielded.push_back(mapping.lookupOrDefault(v));
+  return yielded;
+}
+
+void KernelBuilder::storeResults(OpBuilder &b, ValueRange ivs,
+                                 ValueRange values) {
+  for (auto [init, value] : llvm::zip(op.getDpsInitsMutable(), values))
+    memref::StoreOp::create(b, op.getLoc(), value, init.get(),
+                            operandIndices(b, init, ivs));
+}
+
+SmallVector<Value> KernelBuilder::loadOutputs(OpBuilder &b, ValueRange ivs) {
+  SmallVector<Value> values;
+  for (OpOperand &init : op.getDpsInitsMutable())
+    values.push_back(memref::LoadOp::create(b, op.getLoc(), init.get(),
+                                            operandIndices(b, init, ivs)));
+  return values;
+}
+
+/// A grid-stride loop over `total` points; `body` gets the flat index.
+static void gridStrideLoop(OpBuilder &b, Location loc, gpu::LaunchOp launch,
+                           int64_t total, int64_t blocks, int64_t threads,
+                           function_ref<void(OpBuilder &, Value)> body) {
+  Value start = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            index(b, loc, threads)),
+      launch.getThreadIds().x);
+  if (blocks * threads >= total) {
+    // One point per thread at most: a guard instead of a loop.
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          start, index(b, loc, total));
+    auto guard = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+    body(b, start);
+    return;
+  }
+  auto loop = scf::ForOp::create(b, loc, start, index(b, loc, total),
+                                 index(b, loc, blocks * threads));
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(loop.getBody());
+  body(b, loop.getInductionVar());
+}
+
+static int64_t threadsFor(int64_t total) {
+  return std::min(kThreadsPerBlock,
+                  std::max(kWarp, ceilDiv(total, kWarp) * kWarp));
+}
+
+LogicalResult KernelBuilder::buildParallel() {
+  int64_t total = product(ranges);
+  int64_t threads = threadsFor(total);
+  int64_t blocks = std::min(kMaxBlocks, ceilDiv(total, threads));
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
+  gridStrideLoop(b, loc, launch, total, blocks, threads,
+                 [&](OpBuilder &b, Value flat) {
+                   SmallVector<Value> ivs = delinearize(b, loc, flat, ranges);
+                   storeResults(b, ivs, emitRegion(b, ivs, {}));
+                 });
+  return success();
+}
+
+FailureOr<SmallVector<RowCombiner>> KernelBuilder::matchRowReduction() {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  unsigned numParallel = op.getNumParallelLoops();
+  for (auto [i, it] : llvm::enumerate(iterators))
+    if ((i < numParallel) != (it == utils::IteratorType::parallel))
+      return failure(); // reductions interleaved with parallel dimensions
+  Block *block = op.getBlock();
+  Operation *yield = block->getTerminator();
+  SmallVector<BlockArgument> outArgs(op.getRegionOutputArgs());
+  SmallVector<RowCombiner> combiners;
+  for (unsigned i = 0; i < outArgs.size(); ++i) {
+    SmallVector<Operation *> ops;
+    if (!matchReduction(outArgs, i, ops) || ops.size() != 1)
+      return failure();
+    Operation *combiner = ops.front();
+    if (!outArgs[i].hasOneUse() || combiner->getNumOperands() != 2 ||
+        combiner->getNumResults() != 1 || !combiner->getResult(0).hasOneUse() ||
+        yield->getOperand(i) != combiner->getResult(0))
+      return failure();
+    std::optional<gpu::AllReduceOperation> kind = getAllReduceKind(combiner);
+    std::optional<TypedAttr> neutral = arith::getNeutralElement(combiner);
+    Type type = combiner->getResult(0).getType();
+    bool shuffleable = type.isF32() || type.isInteger(32) ||
+                       ((type.isF16() || type.isBF16()) && isa<FloatType>(type));
+    if (!kind || !neutral || !shuffleable)
+      return failure();
+    combiners.push_back({combiner, *neutral, *kind});
+  }
+  return combiners;
+}
+
+LogicalResult
+KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
+  unsigned numParallel = op.getNumParallelLoops();
+  ArrayRef<int64_t> parallelRanges = ArrayRef<int64_t>(ranges).take_front(
+      numParallel);
+  ArrayRef<int64_t> reductionRanges =
+      ArrayRef<int64_t>(ranges).drop_front(numParallel);
+  int64_t rows = product(parallelRanges);
+  int64_t rowLength = product(reductionRanges);
+  int64_t threads =
+      std::min(kThreadsPerBlock,
+               std::max(kWarp, int64_t(llvm::PowerOf2Ceil(rowLength))));
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  gpu::LaunchOp launch = createLaunch(b, loc, rows, threads);
+  Value tid = launch.getThreadIds().x;
+  SmallVector<Value> rowIvs =
+      delinearize(b, loc, launch.getBlockIds().x, parallelRanges);
+
+  // Per-thread partials over a strided part of the row.
+  SmallVector<Value> neutrals;
+  for (const RowCombiner &c : combiners)
+    neutrals.push_back(arith::ConstantOp::create(b, loc, c.neutral));
+  auto loop = scf::ForOp::create(b, loc, tid, index(b, loc, rowLength),
+                                 index(b, loc, threads), neutrals);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> ivs(rowIvs);
+    SmallVector<Value> redIvs =
+        delinearize(b, loc, loop.getInductionVar(), reductionRanges);
+    ivs.append(redIvs);
+    SmallVector<Value> next = emitRegion(b, ivs, loop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, next);
+  }
+
+  // Across the block.
+  SmallVector<Value> totals;
+  for (auto [c, partial] : llvm::zip(combiners, loop.getResults())) {
+    Value v = partial;
+    Type type = v.getType();
+    bool widen = type.isF16() || type.isBF16();
+    if (widen)
+      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    Value total =
+        gpu::AllReduceOp::create(
+            b, loc, v, gpu::AllReduceOperationAttr::get(b.getContext(), c.kind),
+            b.getUnitAttr())
+            .getResult();
+    if (widen)
+      total = arith::TruncFOp::create(b, loc, type, total);
+    totals.push_back(total);
+  }
+
+  // Thread 0 folds in the initial value and stores the row's result.
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                      index(b, loc, 0));
+  auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+  b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+  SmallVector<Value> ivs(rowIvs);
+  for (int64_t i = numParallel; i < (int64_t)ranges.size(); ++i)
+    ivs.push_back(index(b, loc, 0)); // outputs do not read reduction dims
+  SmallVector<Value> initial = loadOutputs(b, ivs);
+  SmallVector<Value> results;
+  for (auto [c, init, total] : llvm::zip(combiners, initial, totals)) {
+    IRMapping mapping;
+    mapping.map(c.combiner->getOperand(0), init);
+    mapping.map(c.combiner->getOperand(1), total);
+    results.push_back(b.clone(*c.combiner, mapping)->getResult(0));
+  }
+  storeResults(b, ivs, results);
+  return success();
+}
+
+LogicalResult KernelBuilder::buildSerialReduction() {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> parallelRanges, reductionRanges;
+  SmallVector<unsigned> parallelDims, reductionDims;
+  for (auto [d, it] : llvm::enumerate(iterators)) {
+    if (it == utils::IteratorType::parallel) {
+      parallelRanges.push_back(ranges[d]);
+      parallelDims.push_back(d);
+    } else {
+      reductionRanges.push_back(ranges[d]);
+      reductionDims.push_back(d);
+    }
+  }
+  int64_t total = product(parallelRanges);
+  int64_t threads = threadsFor(total);
+  int64_t blocks = std::min(kMaxBlocks, ceilDiv(total, threads));
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
+  gridStrideLoop(
+      b, loc, launch, total, blocks, threads, [&](OpBuilder &b, Value flat) {
+        SmallVector<Value> pIvs = delinearize(b, loc, flat, parallelRanges);
+        SmallVector<Value> ivs(ranges.size());
+        for (auto [d, v] : llvm::zip(parallelDims, pIvs))
+          ivs[d] = v;
+        for (unsigned d : reductionDims)
+          ivs[d] = index(b, loc, 0);
+        SmallVector<Value> initial = loadOutputs(b, ivs);
+        auto loop = scf::ForOp::create(b, loc, index(b, loc, 0),
+                                       index(b, loc, product(reductionRanges)),
+                                       index(b, loc, 1), initial);
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(loop.getBody());
+          SmallVector<Value> inner(ivs);
+          SmallVector<Value> rIvs =
+              delinearize(b, loc, loop.getInductionVar(), reductionRanges);
+          for (auto [d, v] : llvm::zip(reductionDims, rIvs))
+            inner[d] = v;
+          scf::YieldOp::create(b, loc,
+                               emitRegion(b, inner, loop.getRegionIterArgs()));
+        }
+        storeResults(b, ivs, loop.getResults());
+      });
+  return success();
+}
+
+LogicalResult KernelBuilder::build() {
+  if (!op.hasPureBufferSemantics())
+    return op->emitOpError()
+           << "is not bufferized: the GPU lowering runs after bufferization";
+  if (op.hasDynamicShape())
+    return op->emitOpError()
+           << "has dynamic shapes: the GPU lowering needs static ones";
+  ranges = op.getStaticLoopRanges();
+  if (product(ranges) == 0) {
+    op->erase();
+    return success();
+  }
+  LogicalResult result = success();
+  if (op.getNumReductionLoops() == 0) {
+    result = buildParallel();
+  } else if (FailureOr<SmallVector<RowCombiner>> combiners =
+                 matchRowReduction();
+             succeeded(combiners)) {
+    result = buildRowReduction(*combiners);
+  } else {
+    op->emitRemark() << "reduction is not a row reduction with a known "
+                        "combiner: one thread per output point";
+    result = buildSerialReduction();
+  }
+  if (succeeded(result))
+    op->erase();
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+/// Buffers gpu.memcpy takes whole: identity layouts only (a contiguous view
+/// with an offset is copied by a kernel, which honours the offset).
+static bool isContiguous(MemRefType type) {
+  return type.getLayout().isIdentity() && type.hasStaticShape();
+}
+
+static LogicalResult moveHostToDevice(func::FuncOp fn) {
+  SmallVector<Operation *> ops;
+  fn.walk([&](Operation *op) {
+    if (op->getParentOfType<gpu::LaunchOp>())
+      return;
+    if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp,
+            memref::GetGlobalOp, memref::LoadOp, memref::StoreOp>(op))
+      ops.push_back(op);
+  });
+  SmallVector<Value> globalsOnDevice;
+  for (Operation *op : ops) {
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      auto gpuAlloc = gpu::AllocOp::create(
+          b, loc, alloc.getType(), /*asyncToken=*/Type(), ValueRange(),
+          alloc.getDynamicSizes(), alloc.getSymbolOperands(),
+          /*hostShared=*/false);
+      alloc.replaceAllUsesWith(gpuAlloc.getMemref());
+      alloc.erase();
+    } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+      gpu::DeallocOp::create(b, loc, /*asyncToken=*/Type(), ValueRange(),
+                             dealloc.getMemref());
+      dealloc.erase();
+    } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      auto srcType = cast<MemRefType>(copy.getSource().getType());
+      auto dstType = cast<MemRefType>(copy.getTarget().getType());
+      if (isContiguous(srcType) && isContiguous(dstType)) {
+        gpu::MemcpyOp::create(b, loc, /*asyncToken=*/Type(), ValueRange(),
+                              copy.getTarget(), copy.getSource());
+        copy.erase();
+        continue;
+      }
+      auto kernel =
+          linalg::CopyOp::create(b, loc, copy.getSource(), copy.getTarget());
+      copy.erase();
+      if (failed(KernelBuilder(cast<linalg::LinalgOp>(kernel.getOperation()))
+                     .build()))
+        return failure();
+    } else if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+      if (global->getBlock() != &fn.getBody().front())
+        return global.emitOpError()
+               << "reads a global inside control flow, which the GPU "
+                  "lowering cannot copy to the device";
+      b.setInsertionPointAfter(global);
+      auto type = global.getType();
+      if (!isContiguous(type))
+        return global.emitOpError() << "reads a strided global";
+      auto device = gpu::AllocOp::create(b, loc, type, Type(), ValueRange(),
+                                         ValueRange(), ValueRange(), false);
+      global.getResult().replaceAllUsesWith(device.getMemref());
+      gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), device.getMemref(),
+                            global.getResult());
+      globalsOnDevice.push_back(device.getMemref());
+    } else {
+      return op->emitOpError()
+             << "accesses memory on the host, where every buffer is a device "
+                "buffer";
+    }
+  }
+  if (!globalsOnDevice.empty())
+    fn.walk([&](func::ReturnOp ret) {
+      OpBuilder b(ret);
+      for (Value v : globalsOnDevice)
+        gpu::DeallocOp::create(b, ret.getLoc(), Type(), ValueRange(), v);
+    });
+  return success();
+}
+
+namespace {
+struct LinalgToGPUPass
+    : public tp::impl::LinalgToGPUPassBase<LinalgToGPUPass> {
+  // The later stages of tp-lower-gpu (nvvm-attach-target, serialization,
+  // translation) need the NVVM target and the LLVM IR translations; a tool
+  // that runs this pass gets them without registering them itself.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    LinalgToGPUPassBase::getDependentDialects(registry);
+    registerGPUTranslations(registry);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<linalg::LinalgOp> ops;
+    module.walk([&](linalg::LinalgOp op) {
+      if (!op->getParentOfType<gpu::LaunchOp>() &&
+          !op->getParentOfType<gpu::GPUModuleOp>())
+        ops.push_back(op);
+    });
+    for (linalg::LinalgOp op : ops)
+      if (failed(KernelBuilder(op).build()))
+        return signalPassFailure();
+    for (func::FuncOp fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal() && failed(moveHostToDevice(fn)))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Counts, for test/Conversion/lower-gpu.test, what --tp-lower-gpu must
+preserve: matmul-family ops in the input against GEMM calls in the output,
+collectives against runtime collective calls, and kernel launches
+(stop-after=kernels) against PTX entry points.
+
+Usage: lower-gpu-count.py INPUT.mlir KERNELS.mlir LOWERED.mlir
+Prints six lines, 'name: count', that the test compares with FileCheck
+variables. The contraction test is independent of the compiler's: a
+linalg.generic with a reduction iterator, two inputs, and a body made of
+exactly one multiplication and one addition.
+"""
+import re
+import sys
+
+NAMED = ("linalg.matmul", "linalg.batch_matmul", "linalg.matvec",
+         "linalg.vecmat", "linalg.batch_reduce_matmul")
+
+
+def count_matmul_family(text):
+    count = sum(len(re.findall(r"\b%s\b(?!_)" % re.escape(n), text))
+                for n in NAMED)
+    for m in re.finditer(r"linalg\.generic \{(.*?)\} ins\((.*?)\) outs\(.*?\{\n(.*?)\n\s*\}",
+                         text, re.S):
+        attrs, ins, body = m.groups()
+        if '"reduction"' not in attrs:
+            continue
+        operands = ins.split(":")[0].split(",")
+        if len(operands) != 2:
+            continue
+        ops = re.findall(r"=\s*([a-z_]+\.[a-z_]+)", body)
+        if sorted(ops) in (["arith.addf", "arith.mulf"],
+                           ["arith.addi", "arith.muli"]):
+            count += 1
+    return count
+
+
+def main():
+    source, kernels, lowered = (open(p).read() for p in sys.argv[1:4])
+    print("matmul-family ops: %d" % count_matmul_family(source))
+    print("gemm calls: %d" % len(re.findall(
+        r"llvm\.call @tprt_mlir_(?:batched_)?gemm_", lowered)))
+    print("collectives: %d" % len(re.findall(
+        r"\btp\.(?:all_reduce|all_gather|reduce_scatter|all_to_all|slice)\b",
+        source)))
+    print("collective calls: %d" % len(re.findall(
+        r"llvm\.call @tprt_mlir_(?:all_reduce|all_gather|reduce_scatter|"
+        r"all_to_all|slice)_", lowered)))
+    print("kernel launches: %d" % len(re.findall(r"gpu\.launch_func\b", kernels)))
+    print("ptx entries: %d" % len(re.findall(r"\.entry ", lowered)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+// RUN: tp-opt %s --tp-linalg-to-gpu --verify-diagnostics | FileCheck %s
+// Each linalg op on buffers becomes one gpu.launch: a grid-stride loop for
+// parallel ops, one block per row for row reductions; host buffers move to
+// the device.
+
+// An elementwise op of 16x64 points: 4 blocks of 256 threads, one point
+// per thread (a bounds guard, no loop).
+// CHECK-LABEL: func.func @elementwise
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C4]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]],
+// CHECK: %[[I:.*]] = arith.addi %{{.*}}, %[[TX]] : index
+// CHECK: scf.if
+// CHECK: %[[COL:.*]] = arith.remui %[[I]], %{{.*}} : index
+// CHECK: %[[ROW:.*]] = arith.divui %[[I]], %{{.*}} : index
+// CHECK: %[[X:.*]] = memref.load %arg0[%[[ROW]], %[[COL]]] : memref<16x64xf32>
+// CHECK: %[[B:.*]] = memref.load %arg1[%[[COL]]] : memref<64xf32>
+// CHECK: %[[S:.*]] = arith.addf %[[X]], %[[B]] : f32
+// CHECK: %[[T:.*]] = math.tanh %[[S]] : f32
+// CHECK: memref.store %[[T]], %arg2[%[[ROW]], %[[COL]]] : memref<16x64xf32>
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.
+func.func @elementwise(%x: memref<16x64xf32>, %b: memref<64xf32>, %y: memref<16x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : memref<16x64xf32>, memref<64xf32>) outs(%y : memref<16x64xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %s = arith.addf %in, %bias : f32
+    %t = math.tanh %s : f32
+    linalg.yield %t : f32
+  }
+  return
+}
+
+// More points than 65535 blocks of 256 threads hold: a grid-stride loop.
+// CHECK-LABEL: func.func @grid_stride
+// CHECK: %[[BLOCKS:.*]] = arith.constant 65535 : index
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %[[BLOCKS]],
+// CHECK-DAG: %[[TOTAL:.*]] = arith.constant 33554432 : index
+// CHECK-DAG: %[[STRIDE:.*]] = arith.constant 16776960 : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[TOTAL]] step %[[STRIDE]]
+func.func @grid_stride(%x: memref<8192x4096xf32>) {
+  %c = arith.constant 1.0 : f32
+  linalg.fill ins(%c : f32) outs(%x : memref<8192x4096xf32>)
+  return
+}
+
+// A row sum over 64 columns (a norm statistic): one block per row (grid =
+// 16 rows), 64 threads striding over the row, partials combined by a
+// uniform all-reduce, thread 0 adds the initial value and stores.
+// CHECK-LABEL: func.func @row_sum
+// CHECK-DAG: %[[ROWS:.*]] = arith.constant 16 : index
+// CHECK-DAG: %[[THREADS:.*]] = arith.constant 64 : index
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[ROWS]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[THREADS]],
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[LEN:.*]] = arith.constant 64 : index
+// CHECK: %[[STEP:.*]] = arith.constant 64 : index
+// CHECK: %[[P:.*]] = scf.for %[[J:.*]] = %[[TX]] to %[[LEN]] step %[[STEP]] iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32)
+// CHECK: %[[V:.*]] = memref.load %arg0[%[[BX]], %[[J]]]
+// CHECK: %[[SQ:.*]] = arith.mulf %[[V]], %[[V]] : f32
+// CHECK: %[[N:.*]] = arith.addf %[[SQ]], %[[ACC]] : f32
+// CHECK: scf.yield %[[N]] : f32
+// CHECK: %[[TOT:.*]] = gpu.all_reduce add %[[P]] uniform {
+// CHECK: %[[IS0:.*]] = arith.cmpi eq, %[[TX]], %{{.*}} : index
+// CHECK: scf.if %[[IS0]] {
+// CHECK: %[[INIT:.*]] = memref.load %arg1[%[[BX]]] : memref<16xf32>
+// CHECK: %[[R:.*]] = arith.addf %[[INIT]], %[[TOT]] : f32
+// CHECK: memref.store %[[R]], %arg1[%[[BX]]] : memref<16xf32>
+func.func @row_sum(%x: memref<16x64xf32>, %s: memref<16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<16x64xf32>) outs(%s : memref<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %sq = arith.mulf %in, %in : f32
+    %a = arith.addf %sq, %out : f32
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// Softmax's row maximum over 3-D scores (rows = 2*4*8 = 64, row length
+// 1000 > 256: 256 threads), with the maximumf neutral element.
+// CHECK-LABEL: func.func @row_max
+// CHECK-DAG: %[[ROWS:.*]] = arith.constant 64 : index
+// CHECK-DAG: %[[T:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %[[ROWS]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads({{.*}}) in (%{{.*}} = %[[T]],
+// CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[LEN:.*]] = arith.constant 1000 : index
+// CHECK: scf.for {{.*}} to %[[LEN]] step %{{.*}} iter_args(%{{.*}} = %[[NEG]])
+// CHECK: arith.maximumf
+// CHECK: gpu.all_reduce maximumf %{{.*}} uniform
+func.func @row_max(%x: memref<2x4x8x1000xf32>, %m: memref<2x4x8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (a, b, c)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x : memref<2x4x8x1000xf32>) outs(%m : memref<2x4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// A bf16 row sum combines across threads in f32.
+// CHECK-LABEL: func.func @row_sum_bf16
+// CHECK: %[[W:.*]] = arith.extf %{{.*}} : bf16 to f32
+// CHECK: %[[T:.*]] = gpu.all_reduce add %[[W]] uniform
+// CHECK: arith.truncf %[[T]] : f32 to bf16
+func.func @row_sum_bf16(%x: memref<16x64xbf16>, %s: memref<16xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<16x64xbf16>) outs(%s : memref<16xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %a = arith.addf %in, %out : bf16
+    linalg.yield %a : bf16
+  }
+  return
+}
+
+// A reduction over the leading dimension (a column sum) is not a row
+// reduction: one thread per output point, with a remark.
+// CHECK-LABEL: func.func @column_sum
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.all_reduce
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: arith.addf
+func.func @column_sum(%x: memref<16x64xf32>, %s: memref<64xf32>) {
+  // expected-remark @below {{reduction is not a row reduction with a known combiner: one thread per output point}}
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<16x64xf32>) outs(%s : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// linalg.index reads the loop index (a causal mask).
+// CHECK-LABEL: func.func @causal_mask
+// CHECK: %[[J:.*]] = arith.remui
+// CHECK: %[[I:.*]] = arith.divui
+// CHECK: arith.cmpi ugt, %[[J]], %[[I]] : index
+// CHECK-NOT: linalg.index
+func.func @causal_mask(%x: memref<8x8xf32>, %y: memref<8x8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<8x8xf32>) outs(%y : memref<8x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %up = arith.cmpi ugt, %j, %i : index
+    %ninf = arith.constant 0xFF800000 : f32
+    %r = arith.select %up, %ninf, %in : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// Host buffers: allocations, copies between contiguous buffers, and their
+// release move to the device.
+// CHECK-LABEL: func.func @host_buffers
+// CHECK: %[[T:.*]] = gpu.alloc () : memref<16x64xf32>
+// CHECK: gpu.memcpy %[[T]], %arg0 : memref<16x64xf32>, memref<16x64xf32>
+// CHECK: gpu.memcpy %arg1, %[[T]]
+// CHECK: gpu.dealloc %[[T]] : memref<16x64xf32>
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+func.func @host_buffers(%x: memref<16x64xf32>, %y: memref<16x64xf32>) {
+  %t = memref.alloc() : memref<16x64xf32>
+  memref.copy %x, %t : memref<16x64xf32> to memref<16x64xf32>
+  memref.copy %t, %y : memref<16x64xf32> to memref<16x64xf32>
+  memref.dealloc %t : memref<16x64xf32>
+  return
+}
+
+// A copy out of a strided view is a kernel.
+// CHECK-LABEL: func.func @strided_copy
+// CHECK: %[[V:.*]] = memref.subview
+// CHECK: gpu.launch
+// CHECK: memref.load %[[V]]
+// CHECK: memref.store %{{.*}}, %arg1
+// CHECK-NOT: gpu.memcpy
+func.func @strided_copy(%x: memref<16x64xf32>, %y: memref<16x32xf32>) {
+  %v = memref.subview %x[0, 32] [16, 32] [1, 1] : memref<16x64xf32> to memref<16x32xf32, strided<[64, 1], offset: 32>>
+  memref.copy %v, %y : memref<16x32xf32, strided<[64, 1], offset: 32>> to memref<16x32xf32>
+  return
+}
+
+// A constant table gets a device copy, freed before the return.
+memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+// CHECK-LABEL: func.func @constant_table
+// CHECK: %[[H:.*]] = memref.get_global @table : memref<4xf32>
+// CHECK: %[[D:.*]] = gpu.alloc () : memref<4xf32>
+// CHECK: gpu.memcpy %[[D]], %[[H]]
+// CHECK: gpu.launch
+// CHECK: memref.load %[[D]]
+// CHECK: gpu.dealloc %[[D]]
+// CHECK-NEXT: return
+func.func @constant_table(%y: memref<4xf32>) {
+  %t = memref.get_global @table : memref<4xf32>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%t : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  return
+}
