@@ -18,7 +18,10 @@ function(tp_resolve_option option have found why)
   endif()
 endfunction()
 
-# CUDA toolkit (cudart, cuBLAS) and NCCL, normally in /usr/local/cuda.
+# CUDA toolkit (the driver API through its stub, cuBLAS and cuBLASLt 12 or
+# newer for the 64-bit GEMM entry points) and NCCL, normally in
+# /usr/local/cuda: libtprt_cuda.so (runtime/CMakeLists.txt) and the GPU
+# lowering.
 set(_tp_cuda_found OFF)
 set(_tp_cuda_why "")
 if(NOT TP_ENABLE_CUDA STREQUAL "OFF")
@@ -29,8 +32,12 @@ if(NOT TP_ENABLE_CUDA STREQUAL "OFF")
   find_package(NCCL QUIET)
   if(NOT CUDAToolkit_FOUND)
     set(_tp_cuda_why "no CUDA toolkit found (set CUDAToolkit_ROOT)")
-  elseif(NOT TARGET CUDA::cublas)
+  elseif(CUDAToolkit_VERSION_MAJOR LESS 12)
+    set(_tp_cuda_why "CUDA ${CUDAToolkit_VERSION} is older than 12")
+  elseif(NOT TARGET CUDA::cublas OR NOT TARGET CUDA::cublasLt)
     set(_tp_cuda_why "CUDA ${CUDAToolkit_VERSION} has no cuBLAS")
+  elseif(NOT TARGET CUDA::cuda_driver)
+    set(_tp_cuda_why "CUDA ${CUDAToolkit_VERSION} has no driver stub (libcuda.so)")
   elseif(NOT NCCL_FOUND)
     set(_tp_cuda_why "CUDA ${CUDAToolkit_VERSION} found but no NCCL (set NCCL_ROOT)")
   else()

@@ -1,6 +1,9 @@
 //===- Conformance.cpp - The conformance suite of libtprt's backends ------===//
 //
-// tprt-conformance BACKEND [-v]
+// tprt-conformance BACKEND [-v] [--no-gemm]
+//
+// --no-gemm skips the matrix products (for a GPU backend on the mock
+// driver of test/runtime/cuda-mock.test, which has no cuBLAS).
 //
 // Written once against the public C ABI and run against every backend
 // ("single" in process; "mpi" under mpirun with any number of ranks). Each
@@ -20,7 +23,15 @@
 //    passing different shapes or calling different collectives, or one
 //    member failing its argument check (TPRT_ERROR_MISMATCH on the others,
 //    with the output untouched); the group must keep working afterwards;
-//  - group numbering, group caching, counters, timers and tprt_gemm.
+//  - group numbering, group caching, counters, timers, tprt_gemm and
+//    tprt_gemm_strided_batched, the topology queries (TPRT_RANKS_PER_NODE
+//    when set) and tprt_memcpy.
+//
+// On backends whose tprt_alloc returns device memory (tprt_memory_is_device:
+// nccl, cuda-shared) every buffer a collective or GEMM touches is allocated
+// with tprt_alloc and filled and read back with tprt_memcpy (class Buffer);
+// argument errors are caught before any data moves, so those tests keep
+// host pointers.
 //
 // Group memberships are computed here by filtering and sorting all ranks,
 // independently of the library's construction. Rank 0 prints one summary
@@ -31,6 +42,8 @@
 
 #include "common/DType.h"
 #include "tprt/tprt.h"
+
+#include <numeric>
 
 #include <algorithm>
 #include <cmath>
@@ -183,6 +196,48 @@ double reduceInputs(const TestGroup &g, tprt_dtype dtype, tprt_reduction op,
   return value;
 }
 
+/// A buffer handed to the library: the host vector itself on CPU backends,
+/// a tprt_alloc copy of it on device backends. data() is the pointer to pass;
+/// host() copies the device contents back first.
+class Buffer {
+public:
+  Buffer(tprt_context *ctx, std::vector<char> contents)
+      : ctx(ctx), contents(std::move(contents)) {
+    int isDevice = 0;
+    tprt_memory_is_device(ctx, &isDevice);
+    if (isDevice && !this->contents.empty()) {
+      if (tprt_alloc(ctx, this->contents.size(), &device) != TPRT_OK ||
+          tprt_memcpy(ctx, device, this->contents.data(),
+                      this->contents.size()) != TPRT_OK) {
+        std::fprintf(stderr, "tprt-conformance: device buffer: %s\n",
+                     tprt_last_error());
+        std::exit(2);
+      }
+    }
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  ~Buffer() {
+    if (device)
+      tprt_free(ctx, device);
+  }
+  void *data() { return device ? device : contents.data(); }
+  const char *host() {
+    if (device &&
+        tprt_memcpy(ctx, contents.data(), device, contents.size()) != TPRT_OK) {
+      std::fprintf(stderr, "tprt-conformance: reading a device buffer: %s\n",
+                   tprt_last_error());
+      std::exit(2);
+    }
+    return contents.data();
+  }
+
+private:
+  tprt_context *ctx;
+  std::vector<char> contents;
+  void *device = nullptr;
+};
+
 class Suite {
 public:
   Suite(tprt_context *ctx, bool verbose) : ctx(ctx), verbose(verbose) {
@@ -196,6 +251,7 @@ public:
 
   int checks = 0;
   int failures = 0;
+  bool withGemm = true;
   int rank = 0;
   int size = 1;
 
@@ -222,6 +278,10 @@ private:
   void testStats(const TestGroup &world);
   void testGemm(tprt_dtype dtype, bool transA, bool transB, float beta);
   void testGemmErrors();
+  void testBatchedGemm(tprt_dtype dtype, bool transA, bool transB);
+  void testBatchedGemmErrors();
+  void testTopology();
+  void testMemcpy();
 
   tprt_context *ctx;
   bool verbose;
@@ -280,15 +340,16 @@ void Suite::testAllReduce(const TestGroup &g, tprt_dtype dtype,
   std::string what = std::string("all_reduce ") + name(op) + " " + name(dtype) +
                      " " + shapeText(shape) + (inPlace ? " in place" : "") +
                      " on " + g.name;
-  std::vector<char> in = makeInput(dtype, rank, shape);
-  std::vector<char> out(in.size());
-  void *target = inPlace ? in.data() : out.data();
+  Buffer in(ctx, makeInput(dtype, rank, shape));
+  Buffer out(ctx, std::vector<char>(
+                      size_t(numel(shape)) * tprt::dtypeSize(dtype) + 1));
+  Buffer &target = inPlace ? in : out;
   tprt_status status =
-      tprt_all_reduce(ctx, g.handle, dtype, op, in.data(), target,
+      tprt_all_reduce(ctx, g.handle, dtype, op, in.data(), target.data(),
                       rankOf(shape), shape.data(), nullptr);
   if (status != TPRT_OK)
     return check(false, what, tprt_last_error());
-  compare(what, dtype, isHalf(dtype) && op == TPRT_SUM, target, shape,
+  compare(what, dtype, isHalf(dtype) && op == TPRT_SUM, target.host(), shape,
           [&](const Index &index) {
             return reduceInputs(g, dtype, op, ravel(index, shape));
           });
@@ -301,14 +362,15 @@ void Suite::testAllGather(const TestGroup &g, tprt_dtype dtype,
                      g.name;
   Shape outShape = shape;
   outShape[dim] *= g.size();
-  std::vector<char> in = makeInput(dtype, rank, shape);
-  std::vector<char> out(size_t(numel(outShape)) * tprt::dtypeSize(dtype) + 1);
+  Buffer in(ctx, makeInput(dtype, rank, shape));
+  Buffer out(ctx, std::vector<char>(
+                      size_t(numel(outShape)) * tprt::dtypeSize(dtype) + 1));
   tprt_status status =
       tprt_all_gather(ctx, g.handle, dtype, in.data(), out.data(),
                       rankOf(shape), shape.data(), dim, nullptr);
   if (status != TPRT_OK)
     return check(false, what, tprt_last_error());
-  compare(what, dtype, false, out.data(), outShape, [&](const Index &index) {
+  compare(what, dtype, false, out.host(), outShape, [&](const Index &index) {
     Index source = index;
     int member = int(index[dim] / shape[dim]);
     source[dim] = index[dim] % shape[dim];
@@ -323,14 +385,15 @@ void Suite::testReduceScatter(const TestGroup &g, tprt_dtype dtype,
                      std::to_string(dim) + " on " + g.name;
   Shape outShape = shape;
   outShape[dim] /= g.size();
-  std::vector<char> in = makeInput(dtype, rank, shape);
-  std::vector<char> out(size_t(numel(outShape)) * tprt::dtypeSize(dtype) + 1);
+  Buffer in(ctx, makeInput(dtype, rank, shape));
+  Buffer out(ctx, std::vector<char>(
+                      size_t(numel(outShape)) * tprt::dtypeSize(dtype) + 1));
   tprt_status status =
       tprt_reduce_scatter(ctx, g.handle, dtype, op, in.data(), out.data(),
                           rankOf(shape), shape.data(), dim, nullptr);
   if (status != TPRT_OK)
     return check(false, what, tprt_last_error());
-  compare(what, dtype, isHalf(dtype) && op == TPRT_SUM, out.data(), outShape,
+  compare(what, dtype, isHalf(dtype) && op == TPRT_SUM, out.host(), outShape,
           [&](const Index &index) {
             Index source = index;
             source[dim] += g.index * outShape[dim];
@@ -347,14 +410,15 @@ void Suite::testAllToAll(const TestGroup &g, tprt_dtype dtype,
   piece[splitDim] /= g.size();
   Shape outShape = piece;
   outShape[concatDim] *= g.size();
-  std::vector<char> in = makeInput(dtype, rank, shape);
-  std::vector<char> out(in.size());
+  Buffer in(ctx, makeInput(dtype, rank, shape));
+  Buffer out(ctx, std::vector<char>(
+                      size_t(numel(shape)) * tprt::dtypeSize(dtype) + 1));
   tprt_status status = tprt_all_to_all(ctx, g.handle, dtype, in.data(),
                                        out.data(), rankOf(shape), shape.data(),
                                        splitDim, concatDim, nullptr);
   if (status != TPRT_OK)
     return check(false, what, tprt_last_error());
-  compare(what, dtype, false, out.data(), outShape, [&](const Index &index) {
+  compare(what, dtype, false, out.host(), outShape, [&](const Index &index) {
     // The element came from the member at index[concatDim] / piece, out of
     // its piece number g.index.
     int sender = int(index[concatDim] / piece[concatDim]);
@@ -398,6 +462,12 @@ void Suite::testCollectives(const TestGroup &g) {
   testAllReduce(g, TPRT_I32, TPRT_MAX, {9}, false);
   testAllGather(g, TPRT_I64, {2, 3}, 1);
   testAllToAll(g, TPRT_F64, {p, 2}, 0, 1);
+  // Empty tensors along non-leading dimensions: nothing moves, nothing
+  // fails.
+  testAllGather(g, TPRT_F32, {3, 0, 5}, 1);
+  testAllGather(g, TPRT_BF16, {2, 4, 0}, 1);
+  testReduceScatter(g, TPRT_F32, TPRT_SUM, {0, 2 * p}, 1);
+  testAllToAll(g, TPRT_F16, {3, 2 * p, 0}, 1, 2);
 }
 
 //===----------------------------------------------------------------------===//
@@ -466,11 +536,15 @@ void Suite::testErrors(const TestGroup &g) {
 void Suite::testMismatches(const TestGroup &g) {
   std::string on = " on " + g.name;
   bool first = g.index == 0;
-  std::vector<char> in = makeInput(TPRT_F32, rank, {4, 9});
+  Buffer in(ctx, makeInput(TPRT_F32, rank, {4, 9}));
   const float sentinel = -12345.0f;
-  std::vector<float> out(64, sentinel);
+  std::vector<float> initial(64, sentinel);
+  Buffer out(ctx, std::vector<char>(
+                      reinterpret_cast<const char *>(initial.data()),
+                      reinterpret_cast<const char *>(initial.data() + 64)));
   auto untouched = [&] {
-    return std::all_of(out.begin(), out.end(),
+    const float *values = reinterpret_cast<const float *>(out.host());
+    return std::all_of(values, values + 64,
                        [&](float v) { return v == sentinel; });
   };
 
@@ -581,8 +655,8 @@ void Suite::testMeshGroup(const Shape &mesh, const std::vector<int> &axes) {
 
 void Suite::testStats(const TestGroup &world) {
   tprt_stats_reset(ctx);
-  std::vector<char> in = makeInput(TPRT_F32, rank, {4, 8});
-  std::vector<char> out(in.size());
+  Buffer in(ctx, makeInput(TPRT_F32, rank, {4, 8}));
+  Buffer out(ctx, std::vector<char>(4 * 8 * sizeof(float)));
   Shape shape = {4, 8};
   tprt_timer_start(ctx);
   tprt_all_reduce(ctx, world.handle, TPRT_F32, TPRT_SUM, in.data(), out.data(),
@@ -643,13 +717,14 @@ void Suite::testGemm(tprt_dtype dtype, bool transA, bool transB, float beta) {
   std::string what = std::string("gemm ") + name(dtype) +
                      (transA ? " A^T" : " A") + (transB ? " B^T" : " B") +
                      " beta " + std::to_string(beta);
+  Buffer da(ctx, a), db(ctx, b), dc(ctx, c);
   tprt_status status =
-      tprt_gemm(ctx, dtype, transA, transB, m, n, k, alpha, a.data(), lda,
-                b.data(), ldb, beta, c.data(), ldc, nullptr);
+      tprt_gemm(ctx, dtype, transA, transB, m, n, k, alpha, da.data(), lda,
+                db.data(), ldb, beta, dc.data(), ldc, nullptr);
   if (status != TPRT_OK)
     return check(false, what, tprt_last_error());
   Shape padded = {m, ldc};
-  compare(what, dtype, isHalf(dtype), c.data(), padded, [&](const Index &ij) {
+  compare(what, dtype, isHalf(dtype), dc.host(), padded, [&](const Index &ij) {
     if (ij[1] >= n)
       return 77.0; // the padding is not written
     double sum = 0;
@@ -673,6 +748,164 @@ void Suite::testGemmErrors() {
                          0.0f, c, 2, nullptr),
                TPRT_ERROR_INVALID_ARGUMENT, "gemm rejects a null a",
                "a is null");
+}
+
+void Suite::testBatchedGemm(tprt_dtype dtype, bool transA, bool transB) {
+  // 3 products of 4x5 by 5x6, each matrix followed by a gap of 7 elements
+  // (the strides), and C's rows padded by one element.
+  const int64_t batch = 3, m = 4, n = 6, k = 5, gap = 7;
+  int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
+  int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
+  int64_t lda = colsA, ldb = colsB, ldc = n + 1;
+  int64_t strideA = rowsA * lda + gap, strideB = rowsB * ldb + gap,
+          strideC = m * ldc + gap;
+  size_t es = tprt::dtypeSize(dtype);
+  std::vector<char> a(size_t(batch * strideA) * es),
+      b(size_t(batch * strideB) * es), c(size_t(batch * strideC) * es);
+  auto valueA = [&](int64_t p, int64_t i, int64_t l) {
+    return roundTo(dtype, double((p * 5 + i * 3 + l * 2) % 7 - 3));
+  };
+  auto valueB = [&](int64_t p, int64_t l, int64_t j) {
+    return roundTo(dtype, double((p * 3 + l * 4 + j) % 5 - 2));
+  };
+  for (int64_t i = 0; i < batch * strideC; ++i)
+    store(dtype, c.data(), i, 55.0);
+  for (int64_t p = 0; p < batch; ++p) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t l = 0; l < k; ++l)
+        store(dtype, a.data(),
+              p * strideA + (transA ? l * lda + i : i * lda + l),
+              valueA(p, i, l));
+    for (int64_t l = 0; l < k; ++l)
+      for (int64_t j = 0; j < n; ++j)
+        store(dtype, b.data(),
+              p * strideB + (transB ? j * ldb + l : l * ldb + j),
+              valueB(p, l, j));
+  }
+  std::string what = std::string("batched gemm ") + name(dtype) +
+                     (transA ? " A^T" : " A") + (transB ? " B^T" : " B");
+  Buffer da(ctx, a), db(ctx, b), dc(ctx, c);
+  tprt_stats before = {}, after = {};
+  tprt_stats_get(ctx, &before);
+  tprt_status status = tprt_gemm_strided_batched(
+      ctx, dtype, transA, transB, m, n, k, 1.0f, da.data(), lda, strideA,
+      db.data(), ldb, strideB, 0.0f, dc.data(), ldc, strideC, batch, nullptr);
+  if (status != TPRT_OK)
+    return check(false, what, tprt_last_error());
+  tprt_stats_get(ctx, &after);
+  check(after.gemm_calls == before.gemm_calls + uint64_t(batch) &&
+            after.gemm_flops == before.gemm_flops + 2.0 * batch * m * n * k,
+        what + " counts " + std::to_string(batch) + " GEMMs");
+  Shape whole = {batch * strideC};
+  compare(what, dtype, isHalf(dtype), dc.host(), whole, [&](const Index &x) {
+    int64_t p = x[0] / strideC, rest = x[0] % strideC;
+    int64_t i = rest / ldc, j = rest % ldc;
+    if (i >= m || j >= n)
+      return 55.0; // the gaps and the padding are not written
+    double sum = 0;
+    for (int64_t l = 0; l < k; ++l)
+      sum += valueA(p, i, l) * valueB(p, l, j);
+    return sum;
+  });
+}
+
+void Suite::testBatchedGemmErrors() {
+  float a[64] = {0}, b[64] = {0}, c[64] = {0};
+  expectStatus(
+      tprt_gemm_strided_batched(ctx, TPRT_F32, 0, 0, 2, 2, 2, 1.0f, a, 2, 4, b,
+                                2, 4, 0.0f, c, 2, 3, 2, nullptr),
+      TPRT_ERROR_INVALID_ARGUMENT, "batched gemm rejects overlapping outputs",
+      "stride_c is 3, smaller than one 2x2 C matrix");
+  expectStatus(tprt_gemm_strided_batched(ctx, TPRT_BF16, 1, 0, 2, 2, 3, 1.0f, a,
+                                         1, 6, b, 2, 6, 0.0f, c, 2, 4, 2,
+                                         nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "batched gemm rejects a short lda",
+               "lda is 1, smaller than the 2 columns of A as stored");
+  expectStatus(
+      tprt_gemm_strided_batched(ctx, TPRT_F32, 0, 0, 2, 2, 2, 1.0f, a, 2, -4, b,
+                                2, 4, 0.0f, c, 2, 4, 2, nullptr),
+      TPRT_ERROR_INVALID_ARGUMENT, "batched gemm rejects a negative stride",
+      "stride_a is -4, expected >= 0");
+  expectStatus(tprt_gemm_strided_batched(ctx, TPRT_I64, 0, 0, 2, 2, 2, 1.0f, a,
+                                         2, 4, b, 2, 4, 0.0f, c, 2, 4, 2,
+                                         nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "batched gemm rejects i64",
+               "dtype i64 is not supported");
+  expectStatus(tprt_gemm_strided_batched(ctx, TPRT_F32, 0, 0, 2, 2, 2, 1.0f, a,
+                                         2, 4, b, 2, 4, 0.0f, nullptr, 2, 4, 2,
+                                         nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "batched gemm rejects a null c",
+               "c is null");
+  expectStatus(tprt_gemm_strided_batched(ctx, TPRT_F32, 0, 0, 2, 2, 2, 1.0f, a,
+                                         2, 4, b, 2, 4, 0.0f, c, 2, 4, 0,
+                                         nullptr),
+               TPRT_OK, "batched gemm of an empty batch does nothing", nullptr);
+}
+
+void Suite::testTopology() {
+  int local = -1, nodes = -1;
+  tprt_local_rank(ctx, &local);
+  tprt_node_count(ctx, &nodes);
+  std::vector<int> nodeOf(size_t(size), -1);
+  bool allOk = true;
+  for (int r = 0; r < size; ++r)
+    allOk &= tprt_node_of(ctx, r, &nodeOf[size_t(r)]) == TPRT_OK;
+  check(allOk, "tprt_node_of answers for every rank");
+  const char *perNode = std::getenv("TPRT_RANKS_PER_NODE");
+  if (perNode && *perNode) {
+    int k = std::atoi(perNode);
+    bool right = local == rank % k && nodes == (size + k - 1) / k;
+    for (int r = 0; r < size; ++r)
+      right &= nodeOf[size_t(r)] == r / k;
+    check(right,
+          "TPRT_RANKS_PER_NODE=" + std::string(perNode) + " gives node " +
+              std::to_string(rank / k) + " and local rank " +
+              std::to_string(rank % k),
+          "got local rank " + std::to_string(local) + ", " +
+              std::to_string(nodes) + " nodes, node " +
+              std::to_string(nodeOf[size_t(rank)]));
+  } else {
+    // Nodes are numbered by first appearance, and local ranks count up
+    // within a node: recompute both from the node ids.
+    std::vector<int> seen;
+    bool right = nodeOf[0] == 0;
+    int mine = 0;
+    for (int r = 0; r < size; ++r) {
+      int node = nodeOf[size_t(r)];
+      if (std::find(seen.begin(), seen.end(), node) == seen.end()) {
+        right &= node == int(seen.size());
+        seen.push_back(node);
+      }
+      if (r < rank && node == nodeOf[size_t(rank)])
+        ++mine;
+    }
+    check(right && nodes == int(seen.size()) && local == mine,
+          "topology from host names",
+          "local rank " + std::to_string(local) + ", " + std::to_string(nodes) +
+              " nodes");
+  }
+  int unused = 0;
+  expectStatus(
+      tprt_node_of(ctx, size, &unused), TPRT_ERROR_INVALID_ARGUMENT,
+      "tprt_node_of rejects a rank out of range",
+      ("world_rank " + std::to_string(size) + " is out of range").c_str());
+}
+
+void Suite::testMemcpy() {
+  std::vector<char> pattern(1000);
+  std::iota(pattern.begin(), pattern.end(), char(rank));
+  Buffer first(ctx, pattern), second(ctx, std::vector<char>(1000, 0));
+  // Buffer to buffer (device to device on GPU backends), then back to host.
+  tprt_status status =
+      tprt_memcpy(ctx, second.data(), first.data(), pattern.size());
+  check(status == TPRT_OK &&
+            std::memcmp(second.host(), pattern.data(), pattern.size()) == 0,
+        "tprt_memcpy between tprt_alloc buffers",
+        status ? tprt_last_error() : "");
+  check(tprt_synchronize(ctx) == TPRT_OK, "tprt_synchronize");
+  expectStatus(tprt_memcpy(ctx, nullptr, pattern.data(), 4),
+               TPRT_ERROR_INVALID_ARGUMENT, "tprt_memcpy rejects a null dst",
+               "dst is null");
 }
 
 void Suite::run() {
@@ -732,20 +965,39 @@ void Suite::run() {
       TPRT_ERROR_INVALID_ARGUMENT,
       "group_for_axes rejects a mesh of the wrong size", "but the context has");
 
-  for (tprt_dtype dtype : {TPRT_F32, TPRT_F64, TPRT_F16, TPRT_BF16})
-    for (bool transA : {false, true})
-      for (bool transB : {false, true})
-        testGemm(dtype, transA, transB, 0.5f);
-  testGemm(TPRT_F32, false, false, 0.0f);
-  testGemm(TPRT_BF16, true, false, 0.0f);
+  if (withGemm) {
+    for (tprt_dtype dtype : {TPRT_F32, TPRT_F64, TPRT_F16, TPRT_BF16})
+      for (bool transA : {false, true})
+        for (bool transB : {false, true})
+          testGemm(dtype, transA, transB, 0.5f);
+    testGemm(TPRT_F32, false, false, 0.0f);
+    testGemm(TPRT_BF16, true, false, 0.0f);
+    for (tprt_dtype dtype : {TPRT_F32, TPRT_F64, TPRT_F16, TPRT_BF16})
+      for (bool transA : {false, true})
+        for (bool transB : {false, true})
+          testBatchedGemm(dtype, transA, transB);
+  }
+  // Argument errors are caught before any product runs.
   testGemmErrors();
+  testBatchedGemmErrors();
+  testTopology();
+  testMemcpy();
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2 || argc > 3 || (argc == 3 && std::strcmp(argv[2], "-v") != 0)) {
-    std::fprintf(stderr, "usage: tprt-conformance BACKEND [-v]\n");
+  bool verbose = false, withGemm = true, usage = argc < 2;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-v") == 0)
+      verbose = true;
+    else if (std::strcmp(argv[i], "--no-gemm") == 0)
+      withGemm = false;
+    else
+      usage = true;
+  }
+  if (usage) {
+    std::fprintf(stderr, "usage: tprt-conformance BACKEND [-v] [--no-gemm]\n");
     return 2;
   }
   tprt_context *ctx = nullptr;
@@ -753,17 +1005,25 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "tprt-conformance: %s\n", tprt_last_error());
     return 2;
   }
-  Suite suite(ctx, argc == 3);
+  Suite suite(ctx, verbose);
+  suite.withGemm = withGemm;
   suite.run();
 
   // Everybody learns whether anybody failed.
   tprt_group *world = nullptr;
   tprt_group_world(ctx, &world);
   int32_t failures = suite.failures, total = -1;
-  if (tprt_all_reduce(ctx, world, TPRT_I32, TPRT_SUM, &failures, &total, 0,
-                      nullptr, nullptr) != TPRT_OK) {
-    std::fprintf(stderr, "tprt-conformance: %s\n", tprt_last_error());
-    total = failures + 1;
+  {
+    Buffer in(ctx, std::vector<char>(reinterpret_cast<char *>(&failures),
+                                     reinterpret_cast<char *>(&failures + 1)));
+    Buffer out(ctx, std::vector<char>(sizeof(int32_t)));
+    if (tprt_all_reduce(ctx, world, TPRT_I32, TPRT_SUM, in.data(), out.data(),
+                        0, nullptr, nullptr) != TPRT_OK) {
+      std::fprintf(stderr, "tprt-conformance: %s\n", tprt_last_error());
+      total = failures + 1;
+    } else {
+      std::memcpy(&total, out.host(), sizeof(total));
+    }
   }
   if (suite.rank == 0)
     std::printf("tprt-conformance: %s, %d ranks: %d checks, %d failures\n",

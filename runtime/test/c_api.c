@@ -24,7 +24,8 @@ int main(void) {
   tprt_group *world = NULL;
   tprt_group *group = NULL;
   tprt_stats stats;
-  int rank = -1, size = -1, index = -1;
+  int rank = -1, size = -1, index = -1, device = -1, local = -1, nodes = -1;
+  int node = -1;
   float in[6] = {1, 2, 3, 4, 5, 6};
   float out[6] = {0};
   int64_t shape[2] = {2, 3};
@@ -62,6 +63,19 @@ int main(void) {
              stats.calls[TPRT_ALL_REDUCE] == 1 &&
              stats.calls[TPRT_ALL_GATHER] == 1 && stats.gemm_calls == 1,
          "stats count the calls");
+
+  /* The memory and topology calls on a CPU backend: host memory, one node. */
+  expect(tprt_memory_is_device(ctx, &device) == TPRT_OK && device == 0,
+         "single: host memory");
+  expect(tprt_memcpy(ctx, out, in, sizeof(in)) == TPRT_OK && out[5] == 6.0f &&
+             tprt_synchronize(ctx) == TPRT_OK,
+         "tprt_memcpy and tprt_synchronize");
+  expect(tprt_local_rank(ctx, &local) == TPRT_OK && local == 0 &&
+             tprt_node_count(ctx, &nodes) == TPRT_OK && nodes == 1 &&
+             tprt_node_of(ctx, 0, &node) == TPRT_OK && node == 0,
+         "single: one node, local rank 0");
+  status = tprt_node_of(ctx, 1, &node);
+  printf("node_of 1: %s: %s\n", tprt_status_name(status), tprt_last_error());
 
   status = tprt_all_gather(ctx, world, TPRT_F32, in, out, 2, shape, 2, NULL);
   printf("bad dim: %s: %s\n", tprt_status_name(status), tprt_last_error());

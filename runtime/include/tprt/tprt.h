@@ -115,8 +115,14 @@ TPRT_API const char *tprt_status_name(tprt_status status);
 
 /* Creates a context on a backend: "mpi" (one rank per process, started by
  * mpirun, or alone as a singleton), "single" (one rank, in process, for
- * tests) or "nccl" (one rank per GPU; TPRT_ERROR_UNAVAILABLE in this build).
- * A NULL or empty backend reads the environment variable TPRT_BACKEND.
+ * tests), "nccl" (alias "cuda": one rank per GPU, NCCL and cuBLAS, from
+ * libtprt_cuda.so; started by mpirun or with torchrun's RANK, WORLD_SIZE,
+ * MASTER_ADDR and MASTER_PORT) or "cuda-shared" (a test mode: every rank of
+ * an mpirun on one GPU, collectives staged through host memory over MPI;
+ * also "nccl" with TPRT_SHARED_GPU=1). The GPU backends fail with
+ * TPRT_ERROR_UNAVAILABLE when libtprt_cuda.so or the NVIDIA driver is
+ * missing. A NULL or empty backend reads the environment variable
+ * TPRT_BACKEND.
  * The mpi backend initialises MPI unless the program already did, and
  * finalises it with the last context it initialised it for. */
 TPRT_API tprt_status tprt_init(const char *backend, tprt_context **out);
@@ -127,8 +133,17 @@ TPRT_API tprt_status tprt_finalize(tprt_context *ctx);
 TPRT_API tprt_status tprt_rank(tprt_context *ctx, int *out);
 TPRT_API tprt_status tprt_size(tprt_context *ctx, int *out);
 
-/* The name of the context's backend ("mpi", "single"). */
+/* The name of the context's backend ("mpi", "single", "nccl",
+ * "cuda-shared"). */
 TPRT_API tprt_status tprt_backend_name(tprt_context *ctx, const char **out);
+
+/* Topology: a node is the set of ranks on one host (host names are
+ * exchanged at init; TPRT_RANKS_PER_NODE=K makes ranks 0..K-1 node 0, K..2K-1
+ * node 1, ... for tests). Nodes are numbered by their lowest rank; the local
+ * rank is the position among the ranks of the node. */
+TPRT_API tprt_status tprt_local_rank(tprt_context *ctx, int *out);
+TPRT_API tprt_status tprt_node_count(tprt_context *ctx, int *out);
+TPRT_API tprt_status tprt_node_of(tprt_context *ctx, int world_rank, int *out);
 
 /*---------------------------------------------------------------------------
  * Groups
@@ -173,9 +188,12 @@ TPRT_API tprt_status tprt_group_destroy(tprt_group *group);
 /*---------------------------------------------------------------------------
  * Collectives
  *
- * `stream` is the CUDA stream of GPU backends and is ignored by the CPU
- * backends, which complete the operation before returning. `in` and `out`
- * must not overlap, except that all_reduce accepts in == out.
+ * `stream` is reserved: the CPU backends complete the operation before
+ * returning; the GPU backends enqueue it on the rank's one compute stream
+ * (whatever `stream` says) and return before it completes, so a host read
+ * of the result needs tprt_memcpy or tprt_synchronize first. Buffers are
+ * device memory on the GPU backends. `in` and `out` must not overlap,
+ * except that all_reduce accepts in == out.
  *---------------------------------------------------------------------------*/
 
 /* out = op over the group of every member's in; same shape in and out.
@@ -230,8 +248,23 @@ TPRT_API tprt_status tprt_gemm(tprt_context *ctx, tprt_dtype dtype, int trans_a,
                                const void *b, int64_t ldb, float beta, void *c,
                                int64_t ldc, void *stream);
 
+/* `batch` products as tprt_gemm, the i-th on a + i * stride_a,
+ * b + i * stride_b and c + i * stride_c (strides in elements, >= 0; the C
+ * matrices must not overlap). One strided-batched cuBLAS call on GPU
+ * backends, a loop over tprt_gemm on the CPU ones; counted as `batch` GEMMs
+ * in tprt_stats. */
+TPRT_API tprt_status tprt_gemm_strided_batched(
+    tprt_context *ctx, tprt_dtype dtype, int trans_a, int trans_b, int64_t m,
+    int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
+    int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b, float beta,
+    void *c, int64_t ldc, int64_t stride_c, int64_t batch, void *stream);
+
 /*---------------------------------------------------------------------------
  * Timers and counters
+ *
+ * On GPU backends the timer, tprt_stats_get and tprt_stats_reset first wait
+ * for the work issued on the rank's stream, and the seconds of collectives
+ * and GEMMs are measured with CUDA events on that stream.
  *---------------------------------------------------------------------------*/
 
 /* Starts (or restarts) the context's wall-clock timer. */
@@ -253,6 +286,19 @@ TPRT_API tprt_status tprt_alloc(tprt_context *ctx, size_t bytes, void **out);
 
 /* Frees memory from tprt_alloc. NULL is accepted. */
 TPRT_API tprt_status tprt_free(tprt_context *ctx, void *ptr);
+
+/* *out = 1 when tprt_alloc returns device memory (GPU backends), else 0. */
+TPRT_API tprt_status tprt_memory_is_device(tprt_context *ctx, int *out);
+
+/* Copies `bytes` from src to dst, each host or device memory (like
+ * cudaMemcpyDefault), after the work already issued on the rank's stream;
+ * complete on return. A plain memmove on the CPU backends. */
+TPRT_API tprt_status tprt_memcpy(tprt_context *ctx, void *dst, const void *src,
+                                 size_t bytes);
+
+/* Waits until the work issued on the rank's stream has finished (a no-op on
+ * the CPU backends, which finish every call before returning). */
+TPRT_API tprt_status tprt_synchronize(tprt_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -41,7 +41,13 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
  * (f32, f16, bf16, f64, i64, i32). `kind`: 0 sum, 1 max, 2 min (the
  * tp dialect's ReductionKind). tprt_mlir_gemm_* computes the 2-D product
  * C = op(A) op(B) (op transposes when trans_x is non-zero) with tprt_gemm;
- * the integer variants fail (tprt_gemm has no integer product). */
+ * tprt_mlir_batched_gemm_* the batch of products of rank-3 row-major
+ * buffers A [batch, M, K] ([batch, K, M] if trans_a), B [batch, K, N]
+ * ([batch, N, K] if trans_b), C [batch, M, N] with
+ * tprt_gemm_strided_batched (cuBLAS strided-batched on GPU backends: f16 and
+ * bf16 accumulate in f32, f32 is plain FP32 unless TPRT_ALLOW_TF32=1). C is
+ * overwritten. The integer variants fail (there is no integer product).
+ * On GPU backends every buffer is device memory. */
 #define TPRT_MODEL_COLLECTIVES(SUFFIX)                                         \
   TPRT_API void tprt_mlir_all_reduce_##SUFFIX(                                \
       int32_t kind, int64_t axes_mask, int64_t in_rank, void *in_desc,         \
@@ -59,6 +65,9 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
       int64_t dim, int64_t axes_mask, int64_t in_rank, void *in_desc,          \
       int64_t out_rank, void *out_desc);                                       \
   TPRT_API void tprt_mlir_gemm_##SUFFIX(                                      \
+      int32_t trans_a, int32_t trans_b, int64_t a_rank, void *a_desc,          \
+      int64_t b_rank, void *b_desc, int64_t c_rank, void *c_desc);             \
+  TPRT_API void tprt_mlir_batched_gemm_##SUFFIX(                              \
       int32_t trans_a, int32_t trans_b, int64_t a_rank, void *a_desc,          \
       int64_t b_rank, void *b_desc, int64_t c_rank, void *c_desc);
 

@@ -106,11 +106,25 @@ TPRT_EXPORT tprt_status tprt_init(const char *backend, tprt_context **out) {
     ctx->check = !(check && std::strcmp(check, "0") == 0);
     ctx->timerStart = Clock::now();
 
+    for (Scratch &scratch : ctx->scratch)
+      scratch.bind(ctx->backend.get());
+
     std::vector<int> all(size_t(ctx->backend->size()));
     std::iota(all.begin(), all.end(), 0);
     if (tprt_status status = getGroup(ctx.get(), all, &ctx->world))
       return status;
     ctx->world->isWorld = true;
+
+    // The topology: every rank's host name (Topology.h).
+    char mine[HostNameBytes];
+    hostNameBlock(ctx->backend->hostName(), mine);
+    std::vector<char> names(HostNameBytes * all.size());
+    if (tprt_status status = ctx->backend->allGatherHost(
+            *ctx->world->comm, mine, names.data(), HostNameBytes))
+      return status;
+    if (tprt_status status =
+            computeTopology(names.data(), int(all.size()), ctx->topology))
+      return status;
     *out = ctx.release();
     return TPRT_OK;
   });
@@ -322,14 +336,18 @@ TPRT_EXPORT tprt_status tprt_gemm(tprt_context *ctx, tprt_dtype dtype,
                   : missingB ? "b"
                              : "c");
 
-    Clock::time_point start = Clock::now();
-    if (tprt_status status =
-            ctx->backend->gemm(dtype, trans_a != 0, trans_b != 0, m, n, k,
-                               alpha, a, lda, b, ldb, beta, c, ldc))
+    Backend::TimerMark mark;
+    ctx->backend->timerBegin(mark);
+    tprt_status status =
+        ctx->backend->gemm(dtype, trans_a != 0, trans_b != 0, m, n, k, alpha, a,
+                           lda, b, ldb, beta, c, ldc);
+    if (status) {
+      ctx->backend->timerCancel(mark);
       return status;
+    }
+    ctx->backend->timerEnd(mark, &ctx->stats.gemm_seconds);
     ctx->stats.gemm_calls += 1;
     ctx->stats.gemm_flops += 2.0 * double(m) * double(n) * double(k);
-    ctx->stats.gemm_seconds += secondsSince(start);
     return TPRT_OK;
   });
 }
@@ -350,6 +368,9 @@ TPRT_EXPORT tprt_status tprt_timer_elapsed(tprt_context *ctx, double *out) {
   ApiScope scope("tprt_timer_elapsed");
   if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
     return status;
+  // GPU work issued before this call counts: wait for it.
+  if (tprt_status status = ctx->backend->synchronize())
+    return status;
   *out = secondsSince(ctx->timerStart);
   return TPRT_OK;
 }
@@ -357,6 +378,9 @@ TPRT_EXPORT tprt_status tprt_timer_elapsed(tprt_context *ctx, double *out) {
 TPRT_EXPORT tprt_status tprt_stats_get(tprt_context *ctx, tprt_stats *out) {
   ApiScope scope("tprt_stats_get");
   if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
+  // Adds the device-timed intervals still pending to the counters.
+  if (tprt_status status = ctx->backend->synchronize())
     return status;
   *out = ctx->stats;
   return TPRT_OK;
@@ -366,6 +390,9 @@ TPRT_EXPORT tprt_status tprt_stats_reset(tprt_context *ctx) {
   ApiScope scope("tprt_stats_reset");
   if (!ctx)
     return fail(TPRT_ERROR_INVALID_ARGUMENT, "ctx is null");
+  // Pending device-timed intervals land in the old counters, not the new.
+  if (tprt_status status = ctx->backend->synchronize())
+    return status;
   ctx->stats = tprt_stats{};
   return TPRT_OK;
 }

@@ -1,16 +1,21 @@
-//===- Backend.cpp - Backend defaults and the backend factory -------------===//
+//===- Backend.cpp - Defaults of the Backend interface --------------------===//
 //
-// createBackend() is the one place that maps backend names to
-// implementations; the nccl entry is the hook for the GPU backend.
+// The host versions of the hooks of Backend.h, shared by the CPU backends
+// and compiled into libtprt_cuda.so as the base of the GPU backend. The
+// factory that maps backend names to implementations is BackendFactory.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
 
+#include "DType.h"
 #include "Error.h"
 #include "HostGemm.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <unistd.h>
 
 using namespace tprt;
 
@@ -24,6 +29,23 @@ tprt_status Backend::gemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
                           void *c, int64_t ldc) {
   return hostGemm(dtype, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta,
                   c, ldc);
+}
+
+tprt_status Backend::batchedGemm(tprt_dtype dtype, bool transA, bool transB,
+                                 int64_t m, int64_t n, int64_t k, float alpha,
+                                 const void *a, int64_t lda, int64_t strideA,
+                                 const void *b, int64_t ldb, int64_t strideB,
+                                 float beta, void *c, int64_t ldc,
+                                 int64_t strideC, int64_t batch) {
+  size_t es = dtypeSize(dtype);
+  for (int64_t i = 0; i < batch; ++i)
+    if (tprt_status status =
+            gemm(dtype, transA, transB, m, n, k, alpha,
+                 static_cast<const char *>(a) + size_t(i * strideA) * es, lda,
+                 static_cast<const char *>(b) + size_t(i * strideB) * es, ldb,
+                 beta, static_cast<char *>(c) + size_t(i * strideC) * es, ldc))
+      return status;
+  return TPRT_OK;
 }
 
 tprt_status Backend::allocate(size_t bytes, void **out) {
@@ -44,37 +66,65 @@ tprt_status Backend::allocate(size_t bytes, void **out) {
 
 void Backend::release(void *ptr) { std::free(ptr); }
 
-tprt_status tprt::createBackend(const std::string &name,
-                                std::unique_ptr<Backend> &out) {
-  if (name == "single") {
-    out = createSingleBackend();
+tprt_status Backend::copyBytes(void *dst, const void *src, size_t bytes) {
+  if (bytes && dst != src)
+    std::memmove(dst, src, bytes);
+  return TPRT_OK;
+}
+
+tprt_status Backend::copy2D(void *dst, size_t dstPitch, const void *src,
+                            size_t srcPitch, size_t width, size_t height) {
+  char *out = static_cast<char *>(dst);
+  const char *in = static_cast<const char *>(src);
+  for (size_t row = 0; row < height; ++row)
+    std::memcpy(out + row * dstPitch, in + row * srcPitch, width);
+  return TPRT_OK;
+}
+
+tprt_status Backend::allGatherHost(Communicator &comm, const void *in,
+                                   void *out, size_t bytes) {
+  return allGather(comm, in, out, bytes);
+}
+
+void Backend::timerBegin(TimerMark &mark) {
+  mark.host = std::chrono::steady_clock::now();
+  mark.slot = -1;
+}
+
+void Backend::timerEnd(TimerMark &mark, double *accumulator) {
+  *accumulator += std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - mark.host)
+                      .count();
+}
+
+std::string Backend::hostName() const {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0)
+    return "localhost";
+  return name;
+}
+
+tprt_status tprt::transposeBlocks(Backend &backend, const void *src, void *dst,
+                                  size_t rows, size_t cols, size_t blockBytes) {
+  // dst[c][r] = src[r][c]. One 2-D copy per source column (rows blocks,
+  // srcPitch cols blocks, dstPitch one block) or per source row, whichever
+  // is fewer.
+  const char *in = static_cast<const char *>(src);
+  char *out = static_cast<char *>(dst);
+  if (rows == 0 || cols == 0 || blockBytes == 0)
     return TPRT_OK;
+  if (cols <= rows) {
+    for (size_t c = 0; c < cols; ++c)
+      if (tprt_status status = backend.copy2D(
+              out + c * rows * blockBytes, blockBytes, in + c * blockBytes,
+              cols * blockBytes, blockBytes, rows))
+        return status;
+  } else {
+    for (size_t r = 0; r < rows; ++r)
+      if (tprt_status status = backend.copy2D(
+              out + r * blockBytes, rows * blockBytes,
+              in + r * cols * blockBytes, blockBytes, blockBytes, cols))
+        return status;
   }
-  if (name == "mpi") {
-#ifdef TPRT_HAVE_MPI
-    return createMpiBackend(out);
-#else
-    return fail(TPRT_ERROR_UNAVAILABLE,
-                "backend \"mpi\" is not available: libtprt was built without "
-                "MPI (install libopenmpi-dev and reconfigure)");
-#endif
-  }
-  if (name == "nccl") {
-    // Hook for the GPU backend (runtime/lib/nccl/, issue 6 part 2): one rank
-    // per GPU, NCCL communicators bootstrapped through MPI, cuBLAS GEMMs,
-    // cudaMalloc'ed buffers; it overrides gemm, allocate and release.
-#ifdef TPRT_HAVE_CUDA
-    return fail(TPRT_ERROR_UNAVAILABLE,
-                "backend \"nccl\" is not implemented yet in this build of "
-                "libtprt (use \"mpi\" or \"single\")");
-#else
-    return fail(TPRT_ERROR_UNAVAILABLE,
-                "backend \"nccl\" is not available: libtprt was built without "
-                "CUDA and NCCL");
-#endif
-  }
-  return fail(TPRT_ERROR_INVALID_ARGUMENT,
-              "unknown backend \"%s\" (expected \"mpi\", \"single\" or "
-              "\"nccl\")",
-              name.c_str());
+  return TPRT_OK;
 }

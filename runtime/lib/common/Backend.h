@@ -12,8 +12,14 @@
 //   allToAll       in holds group-size blocks of bytes; block j goes to
 //                  member j, out holds the block from member i at i
 //
-// Backends: mpi/ (Open MPI, CPU ranks), single/ (one rank, in process) and,
-// later, nccl/ (one rank per GPU, bootstrapped through MPI).
+// Backends: mpi/ (Open MPI, CPU ranks), single/ (one rank, in process) and
+// nccl/ (one rank per GPU, in libtprt_cuda.so, loaded by CudaLoader.cpp).
+//
+// Device backends keep their buffers in GPU memory, so common/ never touches
+// collective data itself: packing goes through copy2D(), scratch buffers
+// through allocate(), the mismatch check through allGatherHost(), and the
+// time of asynchronous work through timerBegin()/timerEnd() (events on the
+// GPU, flushed by synchronize()). The defaults are the host versions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +28,7 @@
 
 #include "tprt/tprt.h"
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -71,9 +78,51 @@ public:
                            const void *a, int64_t lda, const void *b,
                            int64_t ldb, float beta, void *c, int64_t ldc);
 
+  /// `batch` row-major GEMMs, the i-th on a + i * strideA, b + i * strideB,
+  /// c + i * strideC (strides in elements). The default loops over gemm().
+  virtual tprt_status batchedGemm(tprt_dtype dtype, bool transA, bool transB,
+                                  int64_t m, int64_t n, int64_t k, float alpha,
+                                  const void *a, int64_t lda, int64_t strideA,
+                                  const void *b, int64_t ldb, int64_t strideB,
+                                  float beta, void *c, int64_t ldc,
+                                  int64_t strideC, int64_t batch);
+
   /// Buffers for collectives; the defaults use 64-byte aligned host memory.
   virtual tprt_status allocate(size_t bytes, void **out);
   virtual void release(void *ptr);
+
+  /// True when allocate() returns device memory (tprt_memory_is_device).
+  virtual bool deviceMemory() const { return false; }
+  /// Copies `bytes` between any two buffers (host or device), ordered after
+  /// the work already issued and complete on return.
+  virtual tprt_status copyBytes(void *dst, const void *src, size_t bytes);
+  /// `height` rows of `width` bytes from src (rows `srcPitch` bytes apart) to
+  /// dst (rows `dstPitch` apart); buffers of collectives, so device memory
+  /// on device backends. Stream-ordered: may return before it completes.
+  virtual tprt_status copy2D(void *dst, size_t dstPitch, const void *src,
+                             size_t srcPitch, size_t width, size_t height);
+  /// allGather of host memory (the mismatch check, the hostname exchange);
+  /// complete on return. The default is allGather().
+  virtual tprt_status allGatherHost(Communicator &comm, const void *in,
+                                    void *out, size_t bytes);
+  /// Waits for the work issued so far and adds the times of the finished
+  /// timerEnd() intervals to their accumulators.
+  virtual tprt_status synchronize() { return TPRT_OK; }
+
+  /// One timed interval; the default measures the host clock.
+  struct TimerMark {
+    std::chrono::steady_clock::time_point host;
+    int slot = -1; // a device backend's event pair, or -1
+  };
+  virtual void timerBegin(TimerMark &mark);
+  /// Adds the interval's seconds to *accumulator, at once or, for device
+  /// backends, at the next synchronize(); *accumulator must stay valid.
+  virtual void timerEnd(TimerMark &mark, double *accumulator);
+  /// Drops an interval whose call failed.
+  virtual void timerCancel(TimerMark &mark) { mark.slot = -1; }
+
+  /// The host name this rank reports for the topology (Topology.h).
+  virtual std::string hostName() const;
 };
 
 /// Creates the backend called `name` ("mpi", "single", "nccl"), or fails
@@ -86,6 +135,14 @@ std::unique_ptr<Backend> createSingleBackend();
 #ifdef TPRT_HAVE_MPI
 tprt_status createMpiBackend(std::unique_ptr<Backend> &out);
 #endif
+/// "nccl", "cuda" or "cuda-shared": loads libtprt_cuda.so (CudaLoader.cpp).
+tprt_status createCudaBackend(const std::string &name,
+                              std::unique_ptr<Backend> &out);
+
+/// Views `src` as rows x cols blocks of blockBytes bytes and writes the
+/// transpose to `dst` through backend.copy2D(): min(rows, cols) 2-D copies.
+tprt_status transposeBlocks(Backend &backend, const void *src, void *dst,
+                            size_t rows, size_t cols, size_t blockBytes);
 
 } // namespace tprt
 

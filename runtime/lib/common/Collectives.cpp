@@ -14,8 +14,11 @@
 //     TPRT_CHECK=0 a local failure returns at once (its peers then wait in
 //     the collective) and mismatched calls are undefined behaviour.
 //  3. Pack for non-leading dimensions (Layout.h), call the backend on
-//     contiguous blocks, unpack.
-//  4. Count the call, its bytes and its time in the context's tprt_stats.
+//     contiguous blocks, unpack. Packing runs through the backend's copy2D()
+//     into its scratch memory, so device buffers stay on the device.
+//  4. Count the call, its bytes and its time in the context's tprt_stats
+//     (on GPU backends the time is measured with events on the stream and
+//     added at the next synchronization, see Backend::timerEnd).
 //
 //===----------------------------------------------------------------------===//
 
@@ -247,8 +250,8 @@ tprt_status exchangeHeaders(tprt_context *ctx, tprt_group *group,
                             const CallHeader &mine) {
   Clock::time_point start = Clock::now();
   std::vector<CallHeader> all(size_t(group->size()));
-  tprt_status status = ctx->backend->allGather(*group->comm, &mine, all.data(),
-                                               sizeof(CallHeader));
+  tprt_status status = ctx->backend->allGatherHost(
+      *group->comm, &mine, all.data(), sizeof(CallHeader));
   ctx->stats.checks += 1;
   ctx->stats.check_seconds += secondsSince(start);
   if (status)
@@ -277,18 +280,24 @@ tprt_status runCollective(tprt_context *ctx, tprt_group *group, Call &call,
                           Body &&body) {
   if (tprt_status status = checkHandles(ctx, group))
     return status;
-  Clock::time_point start = Clock::now();
+  Backend::TimerMark mark;
+  ctx->backend->timerBegin(mark);
   call.header.worldRank = ctx->backend->rank();
   call.header.status = call.check(group->size());
   if (ctx->check) {
-    if (tprt_status status = exchangeHeaders(ctx, group, call.header))
+    if (tprt_status status = exchangeHeaders(ctx, group, call.header)) {
+      ctx->backend->timerCancel(mark);
       return status;
+    }
   } else if (call.header.status != TPRT_OK) {
+    ctx->backend->timerCancel(mark);
     return tprt_status(call.header.status);
   }
 
-  if (tprt_status status = body())
+  if (tprt_status status = body()) {
+    ctx->backend->timerCancel(mark);
     return status;
+  }
 
   // nccl-tests' sizes: the buffer of all_reduce, the (larger) output of
   // all_gather, the input of the others.
@@ -300,7 +309,7 @@ tprt_status runCollective(tprt_context *ctx, tprt_group *group, Call &call,
   stats.calls[kind] += 1;
   stats.bytes[kind] += bytes;
   stats.bytes_sent[kind] += uint64_t(double(bytes) * busFactor);
-  stats.seconds[kind] += secondsSince(start);
+  ctx->backend->timerEnd(mark, &stats.seconds[kind]);
   return TPRT_OK;
 }
 
@@ -336,13 +345,15 @@ TPRT_EXPORT tprt_status tprt_all_gather(tprt_context *ctx, tprt_group *group,
       size_t outer = size_t(shapeProduct(in_shape, 0, dim));
       if (outer <= 1)
         return ctx->backend->allGather(*group->comm, in, out, call.inBytes);
-      void *gathered = ctx->scratch[0].get(call.outBytes);
+      void *gathered = nullptr;
+      if (tprt_status status = ctx->scratch[0].get(call.outBytes, gathered))
+        return status;
       if (tprt_status status =
               ctx->backend->allGather(*group->comm, in, gathered, call.inBytes))
         return status;
-      transposeBlocks(gathered, out, size_t(group->size()), outer,
-                      call.inBytes / outer);
-      return TPRT_OK;
+      return transposeBlocks(*ctx->backend, gathered, out,
+                             size_t(group->size()), outer,
+                             call.inBytes / outer);
     });
   });
 }
@@ -364,9 +375,13 @@ TPRT_EXPORT tprt_status tprt_reduce_scatter(tprt_context *ctx,
       if (outer <= 1)
         return ctx->backend->reduceScatter(*group->comm, dtype, op, in, out,
                                            count);
-      void *packed = ctx->scratch[0].get(call.inBytes);
-      transposeBlocks(in, packed, outer, size_t(group->size()),
-                      call.outBytes / outer);
+      void *packed = nullptr;
+      if (tprt_status status = ctx->scratch[0].get(call.inBytes, packed))
+        return status;
+      if (tprt_status status =
+              transposeBlocks(*ctx->backend, in, packed, outer,
+                              size_t(group->size()), call.outBytes / outer))
+        return status;
       return ctx->backend->reduceScatter(*group->comm, dtype, op, packed, out,
                                          count);
     });
@@ -395,20 +410,27 @@ TPRT_EXPORT tprt_status tprt_all_to_all(tprt_context *ctx, tprt_group *group,
       const void *send = in;
       size_t outerSplit = size_t(shapeProduct(in_shape, 0, split_dim));
       if (outerSplit > 1) {
-        void *packed = ctx->scratch[0].get(call.inBytes);
-        transposeBlocks(in, packed, outerSplit, p, pieceBytes / outerSplit);
+        void *packed = nullptr;
+        if (tprt_status status = ctx->scratch[0].get(call.inBytes, packed))
+          return status;
+        if (tprt_status status =
+                transposeBlocks(*ctx->backend, in, packed, outerSplit, p,
+                                pieceBytes / outerSplit))
+          return status;
         send = packed;
       }
       // Received [p][piece]; out is [outerConcat][p][block].
       size_t outerConcat = size_t(shapeProduct(piece, 0, concat_dim));
-      void *received =
-          outerConcat > 1 ? ctx->scratch[1].get(call.outBytes) : out;
+      void *received = out;
+      if (outerConcat > 1)
+        if (tprt_status status = ctx->scratch[1].get(call.outBytes, received))
+          return status;
       if (tprt_status status =
               ctx->backend->allToAll(*group->comm, send, received, pieceBytes))
         return status;
       if (outerConcat > 1)
-        transposeBlocks(received, out, p, outerConcat,
-                        pieceBytes / outerConcat);
+        return transposeBlocks(*ctx->backend, received, out, p, outerConcat,
+                               pieceBytes / outerConcat);
       return TPRT_OK;
     });
   });

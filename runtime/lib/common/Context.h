@@ -1,7 +1,8 @@
 //===- Context.h - The objects behind tprt_context and tprt_group -*- C++ -*-=//
 //
 // A context owns its backend, its groups (cached by rank list until
-// tprt_finalize), its counters and scratch buffers for packing.
+// tprt_finalize), its counters, the topology and scratch buffers for
+// packing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,7 @@
 #define TPRT_COMMON_CONTEXT_H
 
 #include "Backend.h"
+#include "Topology.h"
 
 #include "tprt/tprt.h"
 
@@ -25,19 +27,40 @@ inline double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// A growable buffer that keeps its memory between calls.
+/// A growable buffer of the backend's collective memory (device memory on
+/// GPU backends) that keeps its memory between calls.
 class Scratch {
 public:
-  void *get(size_t bytes) {
+  Scratch() = default;
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() { reset(); }
+
+  void bind(Backend *owner) { backend = owner; }
+  /// At least `bytes` of memory in `out` (null for 0 bytes before the first
+  /// allocation); the backend's error when the allocation fails.
+  tprt_status get(size_t bytes, void *&out) {
     if (bytes > capacity) {
-      data.reset(new char[bytes]);
+      reset();
+      if (tprt_status status = backend->allocate(bytes, &data)) {
+        data = nullptr;
+        return status;
+      }
       capacity = bytes;
     }
-    return data.get();
+    out = data;
+    return TPRT_OK;
+  }
+  void reset() {
+    if (data && backend)
+      backend->release(data);
+    data = nullptr;
+    capacity = 0;
   }
 
 private:
-  std::unique_ptr<char[]> data;
+  Backend *backend = nullptr;
+  void *data = nullptr;
   size_t capacity = 0;
 };
 
@@ -67,7 +90,10 @@ struct tprt_context {
   bool check = true;
   tprt_stats stats = {};
   tprt::Clock::time_point timerStart;
-  /// Pack and unpack buffers of the collectives.
+  /// Which ranks share a host, from the host names exchanged at init.
+  tprt::Topology topology;
+  /// Pack and unpack buffers of the collectives; released before the
+  /// backend (declared after it).
   tprt::Scratch scratch[2];
 };
 

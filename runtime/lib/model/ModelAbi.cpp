@@ -1,14 +1,17 @@
 //===- ModelAbi.cpp - the runtime side of compiled models ------*- C++ -*-===//
 //
 // The entry points that code compiled by `tp-opt --tp-lower-cpu` calls for
-// tp collectives (tprt/tprt_model.h): they read MLIR memref descriptors,
-// find the group of the mesh axes, and call the tprt collectives of the
-// context bound by tprt_model_bind. Failures are fatal (see the header).
+// tp collectives and matrix products (tprt/tprt_model.h): they read MLIR
+// memref descriptors, find the group of the mesh axes, and call the tprt
+// collectives and GEMMs of the context bound by tprt_model_bind. Failures
+// are fatal (see the header). On GPU backends the buffers are device memory:
+// nothing here dereferences them (slices are copy2D calls of the backend).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tprt/tprt_model.h"
 
+#include "common/Context.h"
 #include "common/DType.h"
 
 #include <cstdio>
@@ -158,10 +161,14 @@ void slice(tprt_dtype dtype, int64_t dim, int64_t axes, int64_t inRank,
   for (int64_t d = dim + 1; d < inRank; ++d)
     inner *= in.shape[d];
   int64_t whole = in.shape[dim], block = out.shape[dim];
-  for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(out.data + (o * block) * inner * bytes,
-                in.data + (o * whole + index * block) * inner * bytes,
-                size_t(block * inner) * bytes);
+  if (outer == 0 || block * inner == 0)
+    return;
+  // outer rows of block x inner elements, whole x inner apart in `in`.
+  size_t rowBytes = size_t(block * inner) * bytes;
+  check(binding().ctx->backend->copy2D(
+            out.data, rowBytes, in.data + index * block * inner * bytes,
+            size_t(whole * inner) * bytes, rowBytes, size_t(outer)),
+        op);
 }
 
 /// C = op(A) op(B) on 2-D contiguous buffers.
@@ -181,6 +188,34 @@ void gemm(tprt_dtype dtype, int32_t transA, int32_t transB, int64_t aRank,
     fail(op, "the runtime is not bound (call tprt_model_bind)");
   check(tprt_gemm(binding().ctx, dtype, transA, transB, m, n, k, 1.0f, a.data,
                   a.shape[1], b.data, b.shape[1], 0.0f, c.data, n, nullptr),
+        op);
+}
+
+/// C[i] = op(A[i]) op(B[i]) on rank-3 contiguous buffers.
+void batchedGemm(tprt_dtype dtype, int32_t transA, int32_t transB,
+                 int64_t aRank, void *aDesc, int64_t bRank, void *bDesc,
+                 int64_t cRank, void *cDesc) {
+  const char *op = "batched_gemm";
+  size_t bytes = bytesOf(dtype);
+  if (aRank != 3 || bRank != 3 || cRank != 3)
+    fail(op, "operands must be 3-D [batch, rows, columns]");
+  Tensor a = readDescriptor(aRank, aDesc, bytes, op);
+  Tensor b = readDescriptor(bRank, bDesc, bytes, op);
+  Tensor c = readDescriptor(cRank, cDesc, bytes, op);
+  int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2];
+  int64_t k = transA ? a.shape[1] : a.shape[2];
+  if (a.shape[0] != batch || b.shape[0] != batch)
+    fail(op, "the operands have different batch sizes");
+  if ((transA ? a.shape[2] : a.shape[1]) != m ||
+      (transB ? b.shape[2] : b.shape[1]) != k ||
+      (transB ? b.shape[1] : b.shape[2]) != n)
+    fail(op, "the operand shapes do not match C = op(A) op(B)");
+  if (!binding().ctx)
+    fail(op, "the runtime is not bound (call tprt_model_bind)");
+  check(tprt_gemm_strided_batched(
+            binding().ctx, dtype, transA, transB, m, n, k, 1.0f, a.data,
+            a.shape[2], a.shape[1] * a.shape[2], b.data, b.shape[2],
+            b.shape[1] * b.shape[2], 0.0f, c.data, n, m * n, batch, nullptr),
         op);
 }
 
@@ -238,6 +273,12 @@ int64_t tprt_mlir_axis_index(int64_t axes_mask) {
                                void *aDesc, int64_t bRank, void *bDesc,       \
                                int64_t cRank, void *cDesc) {                  \
     gemm(DTYPE, transA, transB, aRank, aDesc, bRank, bDesc, cRank, cDesc);    \
+  }                                                                            \
+  void tprt_mlir_batched_gemm_##SUFFIX(                                       \
+      int32_t transA, int32_t transB, int64_t aRank, void *aDesc,              \
+      int64_t bRank, void *bDesc, int64_t cRank, void *cDesc) {                \
+    batchedGemm(DTYPE, transA, transB, aRank, aDesc, bRank, bDesc, cRank,      \
+                cDesc);                                                        \
   }
 
 TPRT_DEFINE_MODEL_COLLECTIVES(f32, TPRT_F32)

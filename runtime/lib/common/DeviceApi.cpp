@@ -1,0 +1,155 @@
+//===- DeviceApi.cpp - C entry points: memory, topology, batched GEMM -----===//
+//
+// The calls a runner needs to drive a GPU backend the same way as a CPU one:
+// tprt_memory_is_device, tprt_memcpy and tprt_synchronize; the topology
+// queries; and tprt_gemm_strided_batched.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Context.h"
+#include "DType.h"
+#include "Error.h"
+
+#include <algorithm>
+
+using namespace tprt;
+
+#define TPRT_EXPORT extern "C" TPRT_API
+
+TPRT_EXPORT tprt_status tprt_memory_is_device(tprt_context *ctx, int *out) {
+  ApiScope scope("tprt_memory_is_device");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
+  *out = ctx->backend->deviceMemory() ? 1 : 0;
+  return TPRT_OK;
+}
+
+TPRT_EXPORT tprt_status tprt_memcpy(tprt_context *ctx, void *dst,
+                                    const void *src, size_t bytes) {
+  ApiScope scope("tprt_memcpy");
+  return guard([&]() -> tprt_status {
+    if (!ctx)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "ctx is null");
+    if (bytes == 0)
+      return TPRT_OK;
+    if (tprt_status status = checkNotNull({{"dst", dst}, {"src", src}}))
+      return status;
+    return ctx->backend->copyBytes(dst, src, bytes);
+  });
+}
+
+TPRT_EXPORT tprt_status tprt_synchronize(tprt_context *ctx) {
+  ApiScope scope("tprt_synchronize");
+  if (!ctx)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "ctx is null");
+  return guard([&] { return ctx->backend->synchronize(); });
+}
+
+TPRT_EXPORT tprt_status tprt_local_rank(tprt_context *ctx, int *out) {
+  ApiScope scope("tprt_local_rank");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
+  *out = ctx->topology.localRank[size_t(ctx->backend->rank())];
+  return TPRT_OK;
+}
+
+TPRT_EXPORT tprt_status tprt_node_count(tprt_context *ctx, int *out) {
+  ApiScope scope("tprt_node_count");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
+  *out = ctx->topology.nodeCount;
+  return TPRT_OK;
+}
+
+TPRT_EXPORT tprt_status tprt_node_of(tprt_context *ctx, int world_rank,
+                                     int *out) {
+  ApiScope scope("tprt_node_of");
+  if (tprt_status status = checkNotNull({{"ctx", ctx}, {"out", out}}))
+    return status;
+  int size = ctx->backend->size();
+  if (world_rank < 0 || world_rank >= size)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                "world_rank %d is out of range for %d ranks", world_rank, size);
+  *out = ctx->topology.nodeOf[size_t(world_rank)];
+  return TPRT_OK;
+}
+
+TPRT_EXPORT tprt_status tprt_gemm_strided_batched(
+    tprt_context *ctx, tprt_dtype dtype, int trans_a, int trans_b, int64_t m,
+    int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
+    int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b, float beta,
+    void *c, int64_t ldc, int64_t stride_c, int64_t batch, void *stream) {
+  ApiScope scope("tprt_gemm_strided_batched");
+  (void)stream;
+  return guard([&]() -> tprt_status {
+    if (!ctx)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "ctx is null");
+    if (!isValidDType(dtype))
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "dtype %d is not a tprt_dtype",
+                  static_cast<int>(dtype));
+    if (dtype == TPRT_I32 || dtype == TPRT_I64)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "dtype %s is not supported (f32, f64, f16 and bf16 are)",
+                  dtypeName(dtype));
+    if (m < 0 || n < 0 || k < 0 || batch < 0)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "m, n, k and batch must be >= 0, got %lld, %lld, %lld and "
+                  "%lld",
+                  static_cast<long long>(m), static_cast<long long>(n),
+                  static_cast<long long>(k), static_cast<long long>(batch));
+    struct Operand {
+      const char *ld;
+      int64_t value, columns;
+      const char *stride;
+      int64_t strideValue, rows;
+      const char *name;
+    };
+    const Operand operands[] = {{"lda", lda, trans_a ? m : k, "stride_a",
+                                 stride_a, trans_a ? k : m, "A"},
+                                {"ldb", ldb, trans_b ? k : n, "stride_b",
+                                 stride_b, trans_b ? n : k, "B"},
+                                {"ldc", ldc, n, "stride_c", stride_c, m, "C"}};
+    for (const Operand &op : operands) {
+      if (op.value < std::max<int64_t>(1, op.columns))
+        return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                    "%s is %lld, smaller than the %lld columns of %s as stored",
+                    op.ld, static_cast<long long>(op.value),
+                    static_cast<long long>(op.columns), op.name);
+      if (op.strideValue < 0)
+        return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is %lld, expected >= 0",
+                    op.stride, static_cast<long long>(op.strideValue));
+    }
+    // The C matrices of the batch must not overlap.
+    if (batch > 1 && m > 0 && n > 0 && stride_c < (m - 1) * ldc + n)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "stride_c is %lld, smaller than one %lldx%lld C matrix "
+                  "with ldc %lld: the outputs of the batch overlap",
+                  static_cast<long long>(stride_c), static_cast<long long>(m),
+                  static_cast<long long>(n), static_cast<long long>(ldc));
+    bool missingA = !a && m > 0 && k > 0;
+    bool missingB = !b && k > 0 && n > 0;
+    bool missingC = !c && m > 0 && n > 0;
+    if (batch > 0 && (missingA || missingB || missingC))
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
+                  missingA   ? "a"
+                  : missingB ? "b"
+                             : "c");
+    if (batch == 0 || m == 0 || n == 0)
+      return TPRT_OK;
+
+    Backend::TimerMark mark;
+    ctx->backend->timerBegin(mark);
+    tprt_status status = ctx->backend->batchedGemm(
+        dtype, trans_a != 0, trans_b != 0, m, n, k, alpha, a, lda, stride_a, b,
+        ldb, stride_b, beta, c, ldc, stride_c, batch);
+    if (status) {
+      ctx->backend->timerCancel(mark);
+      return status;
+    }
+    ctx->backend->timerEnd(mark, &ctx->stats.gemm_seconds);
+    ctx->stats.gemm_calls += uint64_t(batch);
+    ctx->stats.gemm_flops +=
+        2.0 * double(m) * double(n) * double(k) * double(batch);
+    return TPRT_OK;
+  });
+}
