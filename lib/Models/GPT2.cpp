@@ -53,15 +53,65 @@ static Value geluTanh(ModelBuilder &mb, OpBuilder &b, Location loc, Value x) {
   return arith::MulFOp::create(b, loc, half, onePlus);
 }
 
+/// The derivative of geluTanh: with u = sqrt(2/π) (x + 0.044715 x³),
+/// 0.5 (1 + tanh u) + 0.5 x (1 - tanh² u) sqrt(2/π) (1 + 3 · 0.044715 x²).
+static Value geluTanhDerivative(ModelBuilder &mb, OpBuilder &b, Location loc,
+                                Value x) {
+  auto c = [&](double value) { return mb.constant(b, loc, value); };
+  Value square = arith::MulFOp::create(b, loc, x, x);
+  Value cube = arith::MulFOp::create(b, loc, x, square);
+  Value inner = arith::AddFOp::create(
+      b, loc, x, arith::MulFOp::create(b, loc, cube, c(0.044715)));
+  Value tanh = math::TanhOp::create(
+      b, loc, arith::MulFOp::create(b, loc, inner, c(std::sqrt(2.0 / M_PI))));
+  Value left = arith::MulFOp::create(
+      b, loc, c(0.5), arith::AddFOp::create(b, loc, c(1.0), tanh));
+  Value sech2 = arith::SubFOp::create(
+      b, loc, c(1.0), arith::MulFOp::create(b, loc, tanh, tanh));
+  Value dInner = arith::MulFOp::create(
+      b, loc, c(std::sqrt(2.0 / M_PI)),
+      arith::AddFOp::create(
+          b, loc, c(1.0),
+          arith::MulFOp::create(b, loc, square, c(3.0 * 0.044715))));
+  Value right = arith::MulFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, x, c(0.5)),
+      arith::MulFOp::create(b, loc, sech2, dInner));
+  return arith::AddFOp::create(b, loc, left, right);
+}
+
+/// The gradient of a bias indexed by the trailing loops of a [T, ...] value:
+/// the sum over tokens.
+static Value biasGrad(ModelBuilder &mb, Value grad, Value bias) {
+  auto type = cast<RankedTensorType>(grad.getType());
+  unsigned rank = type.getRank();
+  SmallVector<unsigned, 6> loops =
+      llvm::to_vector<6>(llvm::seq<unsigned>(0, rank));
+  SmallVector<unsigned, 6> biasLoops(loops.begin() + 1, loops.end());
+  auto type32 = cast<RankedTensorType>(bias.getType());
+  Value sum = mb.reduce(Combiner::Sum, {{grad, loops}}, rank, biasLoops,
+                        type32.getShape(),
+                        [](OpBuilder &, Location, ValueRange args) -> Value {
+                          return args[0];
+                        });
+  return mb.castTo(sum, type32.getElementType());
+}
+
 /// x + y + bias, with bias indexed by the feature dimension.
 static Value addBiasResidual(ModelBuilder &mb, Value x, Value y, Value bias) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(x.getType()).getShape();
-  return mb.elementwise(
+  Value result = mb.elementwise(
       {{x, {0, 1}}, {y, {0, 1}}, {bias, {1}}}, shape, mb.getStorageType(),
       [](OpBuilder &b, Location loc, ValueRange args) -> Value {
         Value biased = arith::AddFOp::create(b, loc, args[1], args[2]);
         return arith::AddFOp::create(b, loc, args[0], biased);
       });
+  // dx = dy = dout, dbias = Σ_t dout.
+  mb.record(result, [&mb, x, y, bias](Value grad) {
+    mb.addGrad(x, grad);
+    mb.addGrad(y, grad);
+    mb.addGrad(bias, biasGrad(mb, grad, bias));
+  });
+  return result;
 }
 
 /// A LayerNorm with its weight (ones) and bias (zeros) parameters.
@@ -98,12 +148,17 @@ Value mlir::tp::models::buildGPT2Block(ModelBuilder &mb, Value x,
     // qkv[t, c, j] = Σ_k h[t, k] * w[k, c, j] + b[c, j]
     Value qkv = mb.contract({h, {0, 3}}, {wQkv, {3, 1, 2}}, 4, {0, 1, 2},
                             {tokens, 3, hidden});
-    qkv = mb.elementwise(
+    Value biased = mb.elementwise(
         {{qkv, {0, 1, 2}}, {bQkv, {1, 2}}}, {tokens, 3, hidden},
         mb.getStorageType(),
         [](OpBuilder &b, Location loc, ValueRange args) -> Value {
           return arith::AddFOp::create(b, loc, args[0], args[1]);
         });
+    mb.record(biased, [&mb, qkv, bQkv](Value grad) {
+      mb.addGrad(qkv, grad);
+      mb.addGrad(bQkv, biasGrad(mb, grad, bQkv));
+    });
+    qkv = biased;
     Value split = mb.expand(qkv, {config.batch, config.seq, 3, heads, headDim},
                             {{0, 1}, {2}, {3, 4}});
     Value q = mb.selectIndex(split, 2, 0);
@@ -130,6 +185,19 @@ Value mlir::tp::models::buildGPT2Block(ModelBuilder &mb, Value x,
           return geluTanh(mb, b, loc,
                           arith::AddFOp::create(b, loc, args[0], args[1]));
         });
+    // dz = dact · gelu'(fc + b): dfc = dz, db = Σ_t dz.
+    mb.record(act, [&mb, fc, bFc, tokens, ffn](Value grad) {
+      Value dz = mb.elementwise(
+          {{fc, {0, 1}}, {bFc, {1}}, {grad, {0, 1}}}, {tokens, ffn},
+          mb.getStorageType(),
+          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            Value z = arith::AddFOp::create(b, loc, args[0], args[1]);
+            return arith::MulFOp::create(b, loc, args[2],
+                                         geluTanhDerivative(mb, b, loc, z));
+          });
+      mb.addGrad(fc, dz);
+      mb.addGrad(bFc, biasGrad(mb, dz, bFc));
+    });
     x = addBiasResidual(mb, x, mb.matmul(act, wProj), bProj);
   }
   return x;

@@ -89,6 +89,15 @@ Value mlir::tp::models::buildLlamaBlock(ModelBuilder &mb, Value x,
           {{t, {0, 1, 2, 4}}}, {batch, seq, kvHeads, group, headDim},
           mb.getStorageType(),
           [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+      // The copies' gradients sum back: dt = Σ_g drepeated.
+      mb.record(repeated, [&mb, t](Value grad) {
+        auto type = cast<RankedTensorType>(t.getType());
+        Value sum = mb.reduce(
+            Combiner::Sum, {{grad, {0, 1, 2, 3, 4}}}, 5, {0, 1, 2, 4},
+            type.getShape(),
+            [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+        mb.addGrad(t, mb.castTo(sum, type.getElementType()));
+      });
       return mb.collapse(repeated, {{0}, {1}, {2, 3}, {4}});
     };
     Value context =
@@ -118,6 +127,42 @@ Value mlir::tp::models::buildLlamaBlock(ModelBuilder &mb, Value x,
           Value silu = arith::DivFOp::create(b, loc, args[0], denom);
           return arith::MulFOp::create(b, loc, silu, args[1]);
         });
+    // With s = sigmoid(gate): dup = dact · gate · s and
+    // dgate = dact · up · s · (1 + gate · (1 - s)).
+    mb.record(act, [&mb, gate, up, tokens, ffn](Value grad) {
+      auto sigmoid = [&](OpBuilder &b, Location loc, Value x) -> Value {
+        Value denom = arith::AddFOp::create(
+            b, loc, mb.constant(b, loc, 1.0),
+            math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x)));
+        return arith::DivFOp::create(b, loc, mb.constant(b, loc, 1.0), denom);
+      };
+      SmallVector<Operand> inputs = {{gate, {0, 1}}, {up, {0, 1}},
+                                     {grad, {0, 1}}};
+      Value dUp = mb.elementwise(
+          inputs, {tokens, ffn}, mb.getStorageType(),
+          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            Value silu =
+                arith::MulFOp::create(b, loc, args[0], sigmoid(b, loc, args[0]));
+            return arith::MulFOp::create(b, loc, args[2], silu);
+          });
+      Value dGate = mb.elementwise(
+          inputs, {tokens, ffn}, mb.getStorageType(),
+          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            Value s = sigmoid(b, loc, args[0]);
+            Value oneMinus =
+                arith::SubFOp::create(b, loc, mb.constant(b, loc, 1.0), s);
+            Value slope = arith::MulFOp::create(
+                b, loc, s,
+                arith::AddFOp::create(
+                    b, loc, mb.constant(b, loc, 1.0),
+                    arith::MulFOp::create(b, loc, args[0], oneMinus)));
+            return arith::MulFOp::create(
+                b, loc, arith::MulFOp::create(b, loc, args[2], args[1]),
+                slope);
+          });
+      mb.addGrad(up, dUp);
+      mb.addGrad(gate, dGate);
+    });
     x = mb.add(x, mb.matmul(act, wDown));
   }
   return x;

@@ -57,6 +57,14 @@
 // with a partial-sum result (vocabulary-parallel embedding), and the
 // positions are not added once per device.
 //
+// Training (`tp-gen --train`): after enableGradients() every layer below also
+// records the rule of its gradient, written next to its forward code;
+// Backward.cpp explains the tape and Training.cpp the step around it. The
+// rules use the same conventions: weight gradients are linalg.matmuls whose
+// indexing maps transpose an operand, bias and norm-weight gradients are sum
+// reductions over the tokens, and the embedding gradient is a reduction over
+// the tokens that is parallel over the vocabulary.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tp/Models/ModelBuilder.h"
@@ -70,13 +78,29 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <cmath>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::tp::models;
 
-ModelBuilder::ModelBuilder(MLIRContext *context, const ModelConfig &config)
+/// A reduction body whose expression is its first input.
+static Value firstInput(OpBuilder &, Location, ValueRange args) {
+  return args[0];
+}
+
+/// The loops 0 .. n-1.
+static SmallVector<unsigned, 6> allLoops(int64_t n) {
+  return llvm::to_vector<6>(llvm::seq<unsigned>(0, n));
+}
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+ModelBuilder::ModelBuilder(MLIRContext *context, const ModelConfig &config,
+                           StringRef funcName)
     : config(config), builder(context),
-      loc(NameLoc::get(StringAttr::get(context, kForwardFuncName))) {
+      loc(NameLoc::get(StringAttr::get(context, funcName))) {
   context->loadDialect<arith::ArithDialect, func::FuncDialect,
                        linalg::LinalgDialect, math::MathDialect,
                        tensor::TensorDialect>();
@@ -94,7 +118,7 @@ ModelBuilder::ModelBuilder(MLIRContext *context, const ModelConfig &config)
   computeType = builder.getF32Type();
   module = ModuleOp::create(UnknownLoc::get(context));
   builder.setInsertionPointToEnd(module->getBody());
-  func = func::FuncOp::create(builder, loc, kForwardFuncName,
+  func = func::FuncOp::create(builder, loc, funcName,
                               builder.getFunctionType({}, {}));
   entry = func.addEntryBlock();
   builder.setInsertionPointToEnd(entry);
@@ -153,6 +177,7 @@ Value ModelBuilder::getParam(StringRef name, ArrayRef<int64_t> shape,
   BlockArgument arg =
       entry->addArgument(type, NameLoc::get(builder.getStringAttr(name)));
   paramArgs[name] = arg.getArgNumber();
+  params.push_back({arg, init});
   argAttrs.push_back(builder.getDictionaryAttr(
       {builder.getNamedAttr("tp.param", builder.getUnitAttr()),
        builder.getNamedAttr("tp.init", getInitAttr(builder, name, init))}));
@@ -164,6 +189,37 @@ OwningOpRef<ModuleOp> ModelBuilder::finish(Value result) {
   func.setFunctionType(builder.getFunctionType(
       SmallVector<Type>(entry->getArgumentTypes()), {result.getType()}));
   func.setAllArgAttrs(argAttrs);
+  return std::move(module);
+}
+
+Value ModelBuilder::addArgument(StringRef name, ArrayRef<int64_t> shape,
+                                Type elementType, DictionaryAttr attrs) {
+  auto type = RankedTensorType::get(shape, elementType);
+  argAttrs.push_back(attrs);
+  return entry->addArgument(type, NameLoc::get(builder.getStringAttr(name)));
+}
+
+OwningOpRef<ModuleOp> ModelBuilder::finish(ValueRange results,
+                                           ArrayRef<DictionaryAttr> resultAttrs,
+                                           ArrayRef<unsigned> argOrder) {
+  unsigned numArgs = entry->getNumArguments();
+  assert(argOrder.size() == numArgs && "argOrder permutes every argument");
+  func::ReturnOp::create(builder, loc, results);
+  // Append the arguments again in their final order, move the uses over
+  // and drop the originals.
+  SmallVector<DictionaryAttr> orderedAttrs;
+  for (unsigned from : argOrder) {
+    BlockArgument old = entry->getArgument(from);
+    BlockArgument moved = entry->addArgument(old.getType(), old.getLoc());
+    old.replaceAllUsesWith(moved);
+    orderedAttrs.push_back(argAttrs[from]);
+  }
+  entry->eraseArguments(0, numArgs);
+  func.setFunctionType(builder.getFunctionType(
+      SmallVector<Type>(entry->getArgumentTypes()),
+      SmallVector<Type>(results.getTypes())));
+  func.setAllArgAttrs(orderedAttrs);
+  func.setAllResultAttrs(resultAttrs);
   return std::move(module);
 }
 
@@ -208,13 +264,30 @@ Value ModelBuilder::expand(Value value, ArrayRef<int64_t> shape,
                            ArrayRef<ReassociationIndices> reassociation) {
   auto type = RankedTensorType::get(
       shape, cast<RankedTensorType>(value.getType()).getElementType());
-  return tensor::ExpandShapeOp::create(builder, loc, type, value,
-                                       reassociation);
+  Value result =
+      tensor::ExpandShapeOp::create(builder, loc, type, value, reassociation);
+  if (isRecording()) {
+    SmallVector<ReassociationIndices> groups(reassociation);
+    record(result, [this, value, groups](Value grad) {
+      addGrad(value, collapse(grad, groups));
+    });
+  }
+  return result;
 }
 
 Value ModelBuilder::collapse(Value value,
                              ArrayRef<ReassociationIndices> reassociation) {
-  return tensor::CollapseShapeOp::create(builder, loc, value, reassociation);
+  Value result =
+      tensor::CollapseShapeOp::create(builder, loc, value, reassociation);
+  if (isRecording()) {
+    SmallVector<ReassociationIndices> groups(reassociation);
+    SmallVector<int64_t> shape(
+        cast<RankedTensorType>(value.getType()).getShape());
+    record(result, [this, value, groups, shape](Value grad) {
+      addGrad(value, expand(grad, shape, groups));
+    });
+  }
+  return result;
 }
 
 Value ModelBuilder::selectIndex(Value value, unsigned dim, int64_t index) {
@@ -229,8 +302,34 @@ Value ModelBuilder::selectIndex(Value value, unsigned dim, int64_t index) {
       resultShape.push_back(size);
   }
   auto resultType = RankedTensorType::get(resultShape, type.getElementType());
-  return tensor::ExtractSliceOp::create(builder, loc, resultType, value,
-                                        offsets, sizes, strides);
+  Value result = tensor::ExtractSliceOp::create(
+      builder, loc, resultType, value, offsets, sizes, strides);
+  if (isRecording())
+    record(result, [=](Value grad) {
+      // The slices of one tensor taken at distinct indices (GPT-2's q, k
+      // and v) are inserted into one zero tensor; a slice taken twice, or
+      // a gradient that also has other terms, adds.
+      auto it = grads.find(value);
+      bool fresh = it == grads.end();
+      auto slices = sliceGrads.find(value);
+      bool overlap = !fresh && (slices == sliceGrads.end() ||
+                                llvm::is_contained(slices->second,
+                                                   std::make_pair(dim, index)));
+      Value base = fresh ? zeroTensor(type.getShape(), type.getElementType())
+                         : it->second;
+      if (overlap) {
+        Value current = tensor::ExtractSliceOp::create(
+            builder, loc, resultType, base, offsets, sizes, strides);
+        grad = add(current, grad);
+      }
+      grads[value] = tensor::InsertSliceOp::create(builder, loc, grad, base,
+                                                   offsets, sizes, strides);
+      if (fresh)
+        sliceGrads[value] = {{dim, index}};
+      else if (slices != sliceGrads.end())
+        slices->second.push_back({dim, index});
+    });
+  return result;
 }
 
 Value ModelBuilder::slicePrefix(Value value, unsigned dim, int64_t size) {
@@ -244,8 +343,16 @@ Value ModelBuilder::slicePrefix(Value value, unsigned dim, int64_t size) {
     strides.push_back(builder.getIndexAttr(1));
   }
   auto resultType = RankedTensorType::get(resultShape, type.getElementType());
-  return tensor::ExtractSliceOp::create(builder, loc, resultType, value,
-                                        offsets, sizes, strides);
+  Value result = tensor::ExtractSliceOp::create(
+      builder, loc, resultType, value, offsets, sizes, strides);
+  if (isRecording())
+    record(result, [=](Value grad) {
+      // The rows past the prefix get no gradient.
+      Value zeros = zeroTensor(type.getShape(), type.getElementType());
+      addGrad(value, tensor::InsertSliceOp::create(builder, loc, grad, zeros,
+                                                   offsets, sizes, strides));
+    });
+  return result;
 }
 
 /// Converts the float `value` to the float type `type` (extf or truncf).
@@ -328,13 +435,26 @@ Value ModelBuilder::reduce(Combiner combiner, ArrayRef<Operand> inputs,
 Value ModelBuilder::contract(Operand lhs, Operand rhs, unsigned numLoops,
                              ArrayRef<unsigned> outLoops,
                              ArrayRef<int64_t> outShape) {
-  return generic(
+  Value result = generic(
       {lhs, rhs}, zeroTensor(outShape, storageType), numLoops, outLoops,
       [](OpBuilder &b, Location bodyLoc, ValueRange args) -> Value {
         Value product = arith::MulFOp::create(b, bodyLoc, args[0], args[1]);
         return arith::AddFOp::create(b, bodyLoc, args[2], product);
       },
       /*computeInF32=*/false);
+  if (isRecording()) {
+    // out[O] = Σ lhs[L] rhs[R]: dlhs[L] = Σ dout[O] rhs[R] and
+    // drhs[R] = Σ lhs[L] dout[O], contractions over the same loops.
+    SmallVector<unsigned> out(outLoops);
+    record(result, [=](Value grad) {
+      Operand dOut{grad, SmallVector<unsigned, 6>(out.begin(), out.end())};
+      addGrad(lhs.value, contract(dOut, rhs, numLoops, lhs.loops,
+                                  shapeOf(lhs.value)));
+      addGrad(rhs.value, contract(lhs, dOut, numLoops, rhs.loops,
+                                  shapeOf(rhs.value)));
+    });
+  }
+  return result;
 }
 
 Value ModelBuilder::matmul(Value x, Value w) {
@@ -343,9 +463,16 @@ Value ModelBuilder::matmul(Value x, Value w) {
   assert(xType.getDimSize(1) == wType.getDimSize(0) && "inner sizes agree");
   Value init =
       zeroTensor({xType.getDimSize(0), wType.getDimSize(1)}, storageType);
-  return linalg::MatmulOp::create(builder, loc, TypeRange{init.getType()},
-                                  ValueRange{x, w}, ValueRange{init})
-      ->getResult(0);
+  Value result =
+      linalg::MatmulOp::create(builder, loc, TypeRange{init.getType()},
+                               ValueRange{x, w}, ValueRange{init})
+          ->getResult(0);
+  // y = x · w: dx = dy · wᵀ, dw = xᵀ · dy.
+  record(result, [=](Value grad) {
+    addGrad(x, matmulTransposedRhs(grad, w));
+    addGrad(w, matmulTransposedLhs(x, grad));
+  });
+  return result;
 }
 
 Value ModelBuilder::matmulTransposedRhs(Value x, Value w) {
@@ -364,7 +491,53 @@ Value ModelBuilder::matmulTransposedRhs(Value x, Value w) {
   };
   op.setIndexingMapsAttr(
       builder.getArrayAttr({map({0, 2}), map({1, 2}), map({0, 1})}));
+  Value result = op->getResult(0);
+  // y = x · wᵀ: dx = dy · w, dw = dyᵀ · x.
+  record(result, [=](Value grad) {
+    addGrad(x, matmul(grad, w));
+    addGrad(w, matmulTransposedLhs(grad, x));
+  });
+  return result;
+}
+
+Value ModelBuilder::matmulTransposedLhs(Value a, Value b) {
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto bType = cast<RankedTensorType>(b.getType());
+  assert(aType.getDimSize(0) == bType.getDimSize(0) && "inner sizes agree");
+  Value init =
+      zeroTensor({aType.getDimSize(1), bType.getDimSize(1)}, storageType);
+  auto op = linalg::MatmulOp::create(builder, loc, TypeRange{init.getType()},
+                                     ValueRange{a, b}, ValueRange{init});
+  // (m, n, k): a[k, m], b[k, n], out[m, n].
+  MLIRContext *context = getContext();
+  auto map = [&](ArrayRef<unsigned> loops) -> Attribute {
+    return AffineMapAttr::get(
+        AffineMap::getMultiDimMapWithTargets(3, loops, context));
+  };
+  op.setIndexingMapsAttr(
+      builder.getArrayAttr({map({2, 0}), map({2, 1}), map({0, 1})}));
+  assert(!isRecording() && "only gradients use transposed left operands");
   return op->getResult(0);
+}
+
+Value ModelBuilder::castTo(Value value, Type elementType) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getElementType() == elementType)
+    return value;
+  return elementwise({{value, allLoops(type.getRank())}}, type.getShape(),
+                     elementType,
+                     [](OpBuilder &, Location, ValueRange args) -> Value {
+                       return args[0];
+                     });
+}
+
+Value ModelBuilder::sumGrad(ArrayRef<Operand> inputs, unsigned numLoops,
+                            ArrayRef<unsigned> outLoops, Value like,
+                            BodyFn expr) {
+  auto type = cast<RankedTensorType>(like.getType());
+  Value sum = reduce(Combiner::Sum, inputs, numLoops, outLoops,
+                     type.getShape(), expr);
+  return castTo(sum, type.getElementType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -386,27 +559,35 @@ Value ModelBuilder::toCompute(OpBuilder &b, Location bodyLoc, Value value) {
 // Layers
 //===----------------------------------------------------------------------===//
 
-/// A reduction body whose expression is its first input.
-static Value firstInput(OpBuilder &, Location, ValueRange args) {
-  return args[0];
-}
-
-/// The loops 0 .. n-1.
-static SmallVector<unsigned, 6> allLoops(int64_t n) {
-  return llvm::to_vector<6>(llvm::seq<unsigned>(0, n));
-}
-
-static ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
 Value ModelBuilder::add(Value a, Value b) {
   ArrayRef<int64_t> shape = shapeOf(a);
   auto loops = allLoops(shape.size());
-  return elementwise({{a, loops}, {b, loops}}, shape, storageType,
-                     [](OpBuilder &ob, Location l, ValueRange args) -> Value {
-                       return arith::AddFOp::create(ob, l, args[0], args[1]);
-                     });
+  Value result =
+      elementwise({{a, loops}, {b, loops}}, shape,
+                  getElementTypeOrSelf(a.getType()),
+                  [](OpBuilder &ob, Location l, ValueRange args) -> Value {
+                    return arith::AddFOp::create(ob, l, args[0], args[1]);
+                  });
+  record(result, [=](Value grad) {
+    addGrad(a, grad);
+    addGrad(b, grad);
+  });
+  return result;
+}
+
+/// LayerNorm's normalised input and reciprocal standard deviation from x and
+/// the row statistics sum = Σ x and sq = Σ (x - mean)².
+static std::pair<Value, Value> normalise(ModelBuilder &mb, OpBuilder &b,
+                                         Location l, Value x, Value sum,
+                                         Value sq, double invHidden,
+                                         double eps) {
+  Value invH = mb.constant(b, l, invHidden);
+  Value mean = arith::MulFOp::create(b, l, sum, invH);
+  Value var = arith::MulFOp::create(b, l, sq, invH);
+  Value rstd = math::RsqrtOp::create(
+      b, l, arith::AddFOp::create(b, l, var, mb.constant(b, l, eps)));
+  Value centered = arith::SubFOp::create(b, l, x, mean);
+  return {arith::MulFOp::create(b, l, centered, rstd), rstd};
 }
 
 Value ModelBuilder::layerNorm(Value x, Value gamma, Value beta) {
@@ -426,20 +607,70 @@ Value ModelBuilder::layerNorm(Value x, Value gamma, Value beta) {
                return arith::MulFOp::create(b, l, centered, centered);
              });
   // y = (x - mean) * rsqrt(sq / H + eps) * gamma + beta
-  return elementwise(
+  Value y = elementwise(
       {{x, {0, 1}}, {sum, {0}}, {sq, {0}}, {gamma, {1}}, {beta, {1}}},
       {tokens, hidden}, storageType,
       [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-        Value invH = constant(b, l, invHidden);
-        Value mean = arith::MulFOp::create(b, l, args[1], invH);
-        Value var = arith::MulFOp::create(b, l, args[2], invH);
-        Value rstd = math::RsqrtOp::create(
-            b, l, arith::AddFOp::create(b, l, var, constant(b, l, eps)));
-        Value centered = arith::SubFOp::create(b, l, args[0], mean);
-        Value normed = arith::MulFOp::create(b, l, centered, rstd);
+        Value normed =
+            normalise(*this, b, l, args[0], args[1], args[2], invHidden, eps)
+                .first;
         Value scaled = arith::MulFOp::create(b, l, normed, args[3]);
         return arith::AddFOp::create(b, l, scaled, args[4]);
       });
+  if (!isRecording())
+    return y;
+  // With x̂ = (x - mean) · rstd and g = dy · gamma:
+  //   dbeta = Σ_t dy, dgamma = Σ_t dy · x̂,
+  //   dx = rstd · (g - (Σ_k g + x̂ · Σ_k g · x̂) / H).
+  record(y, [=](Value dy) {
+    auto xhat = [&](OpBuilder &b, Location l, ValueRange args) {
+      return normalise(*this, b, l, args[0], args[1], args[2], invHidden, eps);
+    };
+    addGrad(beta, sumGrad({{dy, {0, 1}}}, 2, {1}, beta, firstInput));
+    addGrad(gamma,
+            sumGrad({{x, {0, 1}}, {sum, {0}}, {sq, {0}}, {dy, {0, 1}}}, 2, {1},
+                    gamma,
+                    [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                      return arith::MulFOp::create(b, l, args[3],
+                                                   xhat(b, l, args).first);
+                    }));
+    // gSum[t] = Σ_k dy · gamma, gDot[t] = Σ_k dy · gamma · x̂
+    Value gSum = reduce(Combiner::Sum, {{dy, {0, 1}}, {gamma, {1}}}, 2, {0},
+                        {tokens},
+                        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                          return arith::MulFOp::create(b, l, args[0], args[1]);
+                        });
+    Value gDot = reduce(
+        Combiner::Sum,
+        {{x, {0, 1}}, {sum, {0}}, {sq, {0}}, {dy, {0, 1}}, {gamma, {1}}}, 2,
+        {0}, {tokens}, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value g = arith::MulFOp::create(b, l, args[3], args[4]);
+          return arith::MulFOp::create(b, l, g, xhat(b, l, args).first);
+        });
+    addGrad(x, elementwise({{x, {0, 1}},
+                            {sum, {0}},
+                            {sq, {0}},
+                            {dy, {0, 1}},
+                            {gamma, {1}},
+                            {gSum, {0}},
+                            {gDot, {0}}},
+                           {tokens, hidden}, storageType,
+                           [&](OpBuilder &b, Location l,
+                               ValueRange args) -> Value {
+                             auto [normed, rstd] = xhat(b, l, args);
+                             Value g = arith::MulFOp::create(b, l, args[3],
+                                                             args[4]);
+                             Value corr = arith::AddFOp::create(
+                                 b, l, args[5],
+                                 arith::MulFOp::create(b, l, normed, args[6]));
+                             corr = arith::MulFOp::create(
+                                 b, l, corr, constant(b, l, invHidden));
+                             return arith::MulFOp::create(
+                                 b, l, rstd,
+                                 arith::SubFOp::create(b, l, g, corr));
+                           }));
+  });
+  return y;
 }
 
 Value ModelBuilder::rmsNorm(Value x, Value weight) {
@@ -451,20 +682,67 @@ Value ModelBuilder::rmsNorm(Value x, Value weight) {
                     [](OpBuilder &b, Location l, ValueRange args) -> Value {
                       return arith::MulFOp::create(b, l, args[0], args[0]);
                     });
-  // y = x * rsqrt(sq / H + eps) * weight
-  return elementwise(
+  // r[t] = rsqrt(sq / H + eps)
+  auto rms = [invHidden, eps, this](OpBuilder &b, Location l, Value sq) {
+    Value meanSq = arith::MulFOp::create(b, l, sq, constant(b, l, invHidden));
+    return math::RsqrtOp::create(
+        b, l, arith::AddFOp::create(b, l, meanSq, constant(b, l, eps)));
+  };
+  // y = x * r * weight
+  Value y = elementwise(
       {{x, {0, 1}}, {sq, {0}}, {weight, {1}}}, {tokens, hidden}, storageType,
       [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-        Value meanSq =
-            arith::MulFOp::create(b, l, args[1], constant(b, l, invHidden));
-        Value rms = math::RsqrtOp::create(
-            b, l, arith::AddFOp::create(b, l, meanSq, constant(b, l, eps)));
-        Value normed = arith::MulFOp::create(b, l, args[0], rms);
+        Value normed = arith::MulFOp::create(b, l, args[0], rms(b, l, args[1]));
         return arith::MulFOp::create(b, l, normed, args[2]);
       });
+  // dweight = Σ_t dy · x · r;
+  // dx = r · dy · weight - x · r³ · (Σ_k dy · weight · x) / H.
+  record(y, [=](Value dy) {
+    addGrad(weight,
+            sumGrad({{x, {0, 1}}, {sq, {0}}, {dy, {0, 1}}}, 2, {1}, weight,
+                    [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                      Value xr = arith::MulFOp::create(b, l, args[0],
+                                                       rms(b, l, args[1]));
+                      return arith::MulFOp::create(b, l, xr, args[2]);
+                    }));
+    Value dot = reduce(
+        Combiner::Sum, {{x, {0, 1}}, {dy, {0, 1}}, {weight, {1}}}, 2, {0},
+        {tokens}, [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value g = arith::MulFOp::create(b, l, args[1], args[2]);
+          return arith::MulFOp::create(b, l, g, args[0]);
+        });
+    addGrad(x, elementwise(
+                   {{x, {0, 1}}, {sq, {0}}, {dy, {0, 1}}, {weight, {1}},
+                    {dot, {0}}},
+                   {tokens, hidden}, storageType,
+                   [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                     Value r = rms(b, l, args[1]);
+                     Value g = arith::MulFOp::create(b, l, args[2], args[3]);
+                     Value direct = arith::MulFOp::create(b, l, r, g);
+                     Value r3 = arith::MulFOp::create(
+                         b, l, r, arith::MulFOp::create(b, l, r, r));
+                     Value corr = arith::MulFOp::create(
+                         b, l, arith::MulFOp::create(b, l, args[0], r3),
+                         arith::MulFOp::create(b, l, args[4],
+                                               constant(b, l, invHidden)));
+                     return arith::SubFOp::create(b, l, direct, corr);
+                   }));
+  });
+  return y;
 }
 
 Value ModelBuilder::rotaryEmbedding(Value x) {
+  Value y;
+  {
+    NoRecord noRecord(*this);
+    y = rotate(x, 1.0);
+  }
+  // A rotation by the angle: its gradient rotates back.
+  record(y, [=](Value grad) { addGrad(x, rotate(grad, -1.0)); });
+  return y;
+}
+
+Value ModelBuilder::rotate(Value x, double sign) {
   ArrayRef<int64_t> shape = shapeOf(x);
   unsigned rank = shape.size();
   int64_t headDim = shape.back();
@@ -501,6 +779,9 @@ Value ModelBuilder::rotaryEmbedding(Value x) {
         Value angle = arith::MulFOp::create(b, l, indexAsFloat(1), invFreq);
         Value cos = math::CosOp::create(b, l, angle);
         Value sin = math::SinOp::create(b, l, angle);
+        // The inverse rotation negates the sine.
+        if (sign < 0)
+          sin = arith::NegFOp::create(b, l, sin);
         // out[.., 0, j] = x1 cos - x2 sin; out[.., 1, j] = x2 cos + x1 sin
         Value first = arith::SubFOp::create(
             b, l, arith::MulFOp::create(b, l, args[0], cos),
@@ -533,10 +814,29 @@ Value ModelBuilder::softmaxLastDim(Value x) {
                   });
   Value sum = reduce(Combiner::Sum, {{exp, loops}}, rank, rowLoops, rowShape,
                      firstInput);
-  return elementwise({{exp, loops}, {sum, rowLoops}}, shape, storageType,
-                     [](OpBuilder &b, Location l, ValueRange args) -> Value {
-                       return arith::DivFOp::create(b, l, args[0], args[1]);
-                     });
+  Value probs =
+      elementwise({{exp, loops}, {sum, rowLoops}}, shape, storageType,
+                  [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                    return arith::DivFOp::create(b, l, args[0], args[1]);
+                  });
+  // dx = p · (dp - Σ_last dp · p)
+  record(probs, [=](Value dp) {
+    SmallVector<int64_t> rows(rowShape);
+    Value dot = reduce(Combiner::Sum, {{dp, loops}, {probs, loops}}, rank,
+                       rowLoops, rows,
+                       [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                         return arith::MulFOp::create(b, l, args[0], args[1]);
+                       });
+    addGrad(x, elementwise(
+                   {{probs, loops}, {dp, loops}, {dot, rowLoops}}, shapeOf(x),
+                   getElementTypeOrSelf(x.getType()),
+                   [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                     return arith::MulFOp::create(
+                         b, l, args[0],
+                         arith::SubFOp::create(b, l, args[1], args[2]));
+                   }));
+  });
+  return probs;
 }
 
 Value ModelBuilder::causalAttention(Value q, Value k, Value v) {
@@ -556,19 +856,33 @@ Value ModelBuilder::causalAttention(Value q, Value k, Value v) {
 
   // masked = t > s ? -inf : scores / sqrt(D)
   double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
+  auto isFuture = [](OpBuilder &b, Location l) -> Value {
+    Value row = linalg::IndexOp::create(b, l, 2);
+    Value col = linalg::IndexOp::create(b, l, 3);
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, col, row);
+  };
   Value masked = elementwise(
       {{scores, allLoops(4)}}, scoreShape, computeType,
       [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-        Value row = linalg::IndexOp::create(b, l, 2);
-        Value col = linalg::IndexOp::create(b, l, 3);
-        Value future =
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, col, row);
+        Value future = isFuture(b, l);
         Value scaled =
             arith::MulFOp::create(b, l, args[0], constant(b, l, scale));
         Value minusInf = arith::ConstantOp::create(
             b, l, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
         return arith::SelectOp::create(b, l, future, minusInf, scaled);
       });
+  // dscores = t > s ? 0 : dmasked / sqrt(D)
+  record(masked, [=](Value grad) {
+    addGrad(scores,
+            elementwise({{grad, allLoops(4)}}, scoreShape, storageType,
+                        [&](OpBuilder &b, Location l, ValueRange args) {
+                          Value scaled = arith::MulFOp::create(
+                              b, l, args[0], constant(b, l, scale));
+                          return arith::SelectOp::create(
+                              b, l, isFuture(b, l), constant(b, l, 0.0),
+                              scaled);
+                        }));
+  });
   Value probs = softmaxLastDim(masked);
 
   // ctx[b, s, h, d] = Σ_t p[b, h, s, t] * v[b, t, h, d]
@@ -580,29 +894,60 @@ Value ModelBuilder::causalAttention(Value q, Value k, Value v) {
 Value ModelBuilder::embedTokens(Value ids, Value table, Value positions) {
   int64_t batch = shapeOf(ids)[0], seq = shapeOf(ids)[1];
   int64_t hidden = shapeOf(table)[1];
-  // out[b, s, k] = table[ids[b, s], k]: the lookup is a generic of its own
-  // whose body only reads the table, so that a table split by rows becomes
-  // a masked lookup with a partial-sum result (vocabulary-parallel
-  // embedding); the positions are added by a separate elementwise op.
-  Value embedded = elementwise(
-      {{ids, {0, 1}}}, {batch, seq, hidden}, storageType,
-      [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-        Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
-        Value col = linalg::IndexOp::create(b, l, 2);
-        return toCompute(
-            b, l, tensor::ExtractOp::create(b, l, table, ValueRange{row, col}));
-      });
-  if (positions)
-    embedded = elementwise(
-        {{embedded, {0, 1, 2}}, {positions, {1, 2}}}, {batch, seq, hidden},
-        storageType, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::AddFOp::create(b, l, args[0], args[1]);
+  Value result;
+  {
+    NoRecord noRecord(*this);
+    // out[b, s, k] = table[ids[b, s], k]: the lookup is a generic of its own
+    // whose body only reads the table, so that a table split by rows becomes
+    // a masked lookup with a partial-sum result (vocabulary-parallel
+    // embedding); the positions are added by a separate elementwise op.
+    Value embedded = elementwise(
+        {{ids, {0, 1}}}, {batch, seq, hidden}, storageType,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value row =
+              arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          Value col = linalg::IndexOp::create(b, l, 2);
+          return toCompute(b, l,
+                           tensor::ExtractOp::create(b, l, table,
+                                                     ValueRange{row, col}));
         });
-  return collapse(embedded, {{0, 1}, {2}});
+    if (positions)
+      embedded = elementwise(
+          {{embedded, {0, 1, 2}}, {positions, {1, 2}}}, {batch, seq, hidden},
+          storageType, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            return arith::AddFOp::create(b, l, args[0], args[1]);
+          });
+    result = collapse(embedded, {{0, 1}, {2}});
+  }
+  // The scatter-add of the lookup is a reduction over the tokens, parallel
+  // over the vocabulary (a table split by rows needs no gather):
+  //   dtable[v, k] = Σ_{b,s} (ids[b, s] == v ? dout[b, s, k] : 0)
+  //   dpositions[s, k] = Σ_b dout[b, s, k]
+  record(result, [=](Value grad) {
+    Value dOut = expand(grad, {batch, seq, hidden}, {{0, 1}, {2}});
+    // loops: v = 0, k = 1, b = 2, s = 3
+    addGrad(table,
+            sumGrad({{ids, {2, 3}}, {dOut, {2, 3, 1}}}, 4, {0, 1}, table,
+                    [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                      Value row = linalg::IndexOp::create(b, l, 0);
+                      Value id = arith::IndexCastOp::create(
+                          b, l, b.getIndexType(), args[0]);
+                      Value hit = arith::CmpIOp::create(
+                          b, l, arith::CmpIPredicate::eq, row, id);
+                      return arith::SelectOp::create(b, l, hit, args[1],
+                                                     constant(b, l, 0.0));
+                    }));
+    if (positions)
+      addGrad(positions,
+              sumGrad({{dOut, {2, 0, 1}}}, 3, {0, 1}, positions, firstInput));
+  });
+  return result;
 }
 
 Value ModelBuilder::crossEntropy(Value logits, Value labels) {
-  int64_t tokens = shapeOf(logits)[0];
+  int64_t tokens = shapeOf(logits)[0], vocab = shapeOf(logits)[1];
+  std::optional<NoRecord> noRecord;
+  noRecord.emplace(*this);
   Value flatLabels = collapse(labels, {{0, 1}});
   // max[t] = max_v logits[t, v]
   Value max =
@@ -615,15 +960,17 @@ Value ModelBuilder::crossEntropy(Value logits, Value labels) {
                    b, l, arith::SubFOp::create(b, l, args[0], args[1]));
              });
   // target[t] = Σ_v (v == labels[t] ? logits[t, v] : 0)
+  auto isLabel = [](OpBuilder &b, Location l, Value label) -> Value {
+    Value vocabIndex = linalg::IndexOp::create(b, l, 1);
+    Value index = arith::IndexCastOp::create(b, l, b.getIndexType(), label);
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, vocabIndex,
+                                 index);
+  };
   Value target = reduce(
       Combiner::Sum, {{logits, {0, 1}}, {flatLabels, {0}}}, 2, {0}, {tokens},
       [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-        Value vocabIndex = linalg::IndexOp::create(b, l, 1);
-        Value label =
-            arith::IndexCastOp::create(b, l, b.getIndexType(), args[1]);
-        Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                          vocabIndex, label);
-        return arith::SelectOp::create(b, l, hit, args[0], constant(b, l, 0.0));
+        return arith::SelectOp::create(b, l, isLabel(b, l, args[1]), args[0],
+                                       constant(b, l, 0.0));
       });
   // total = Σ_t (max[t] + log(sumExp[t]) - target[t])
   Value total =
@@ -635,9 +982,38 @@ Value ModelBuilder::crossEntropy(Value logits, Value labels) {
              });
   // loss = total / T
   double invTokens = 1.0 / static_cast<double>(tokens);
-  return elementwise({{total, {}}}, {}, computeType,
-                     [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-                       return arith::MulFOp::create(b, l, args[0],
-                                                    constant(b, l, invTokens));
-                     });
+  Value loss =
+      elementwise({{total, {}}}, {}, computeType,
+                  [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                    return arith::MulFOp::create(b, l, args[0],
+                                                 constant(b, l, invTokens));
+                  });
+  // dlogits[t, v] = dloss · (softmax(logits)[t, v] - (v == labels[t])) / T
+  noRecord.reset();
+  record(loss, [=](Value dLoss) {
+    addGrad(logits,
+            elementwise({{logits, {0, 1}},
+                         {max, {0}},
+                         {sumExp, {0}},
+                         {flatLabels, {0}},
+                         {dLoss, {}}},
+                        {tokens, vocab}, storageType,
+                        [&](OpBuilder &b, Location l, ValueRange args) {
+                          Value p = arith::DivFOp::create(
+                              b, l,
+                              math::ExpOp::create(
+                                  b, l,
+                                  arith::SubFOp::create(b, l, args[0],
+                                                        args[1])),
+                              args[2]);
+                          Value onehot = arith::SelectOp::create(
+                              b, l, isLabel(b, l, args[3]),
+                              constant(b, l, 1.0), constant(b, l, 0.0));
+                          Value diff = arith::SubFOp::create(b, l, p, onehot);
+                          Value scale = arith::MulFOp::create(
+                              b, l, args[4], constant(b, l, invTokens));
+                          return arith::MulFOp::create(b, l, diff, scale);
+                        }));
+  });
+  return loss;
 }

@@ -10,7 +10,8 @@
 //              tensor<(B*S)xVxdtype>, else (blocks only) the hidden states.
 //
 // Everything between is delegated to the architecture (GPT2.cpp, Llama.cpp)
-// and the shared pieces of ModelBuilder.cpp.
+// and the shared pieces of ModelBuilder.cpp. buildForward is the part a
+// training step (Training.cpp) shares.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,8 +68,13 @@ OwningOpRef<ModuleOp> mlir::tp::models::buildModel(MLIRContext *context,
                                                    const ModelConfig &config) {
   assert(!verifyConfig(config) && "the configuration is verified first");
   ModelBuilder mb(context, config);
+  return mb.finish(buildForward(mb));
+}
+
+Value mlir::tp::models::buildForward(ModelBuilder &mb) {
+  const ModelConfig &config = mb.getConfig();
   Architecture arch = getArchitecture(config.arch);
-  IntegerType i64 = IntegerType::get(context, 64);
+  IntegerType i64 = IntegerType::get(mb.getContext(), 64);
 
   Value ids, x, labels;
   if (config.scope == Scope::WithEmbedding)
@@ -84,19 +90,19 @@ OwningOpRef<ModuleOp> mlir::tp::models::buildModel(MLIRContext *context,
   for (int64_t layer = 0; layer < config.layers; ++layer)
     x = arch.block(mb, x, layer);
   if (config.scope == Scope::BlocksOnly)
-    return mb.finish(x);
+    return x;
   Value logits = arch.head(mb, x);
   if (!config.withLoss)
-    return mb.finish(logits);
+    return logits;
   ModelBuilder::NameScope scope(mb, "loss");
-  return mb.finish(mb.crossEntropy(logits, labels));
+  return mb.crossEntropy(logits, labels);
 }
 
 ParamStats mlir::tp::models::computeParamStats(func::FuncOp fn) {
   ParamStats stats;
   llvm::DenseSet<int64_t> seeds;
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-    if (!fn.getArgAttr(i, "tp.param"))
+    if (!fn.getArgAttr(i, "tp.param") || fn.getArgAttr(i, "tp.state"))
       continue;
     auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
     ++stats.tensors;

@@ -1,7 +1,8 @@
 //===- tp-gen.cpp - generate Transformer graphs -----------------*- C++ -*-===//
 //
-// Writes a GPT-2 or Llama forward function in upstream MLIR (func, linalg,
-// tensor, arith, math) for tp-opt to plan and partition. A preset gives the
+// Writes a GPT-2 or Llama forward function, or one training step (--train),
+// in upstream MLIR (func, linalg, tensor, arith, math) for tp-opt to plan and
+// partition. A preset gives the
 // published shapes; the size flags override them. docs/models.md describes
 // the IR and the parameter initialisation contract.
 //
@@ -24,6 +25,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::tp::models;
@@ -82,6 +85,38 @@ static cl::opt<bool> blocksOnly(
     "blocks-only",
     cl::desc("Emit only the decoder blocks (no final norm, no LM head)"),
     cl::cat(genCategory));
+static cl::opt<bool> train(
+    "train",
+    cl::desc("Emit one training step, @train_step: forward, mean "
+             "cross-entropy, backward and AdamW (implies --with-embedding "
+             "and --with-loss)"),
+    cl::cat(genCategory));
+static cl::opt<std::string>
+    emit("emit",
+         cl::desc("With --train: 'step' (@train_step, the default) or "
+                  "'grads' (@train_grads: the loss and the gradients, no "
+                  "optimizer)"),
+         cl::value_desc("what"), cl::init("step"), cl::cat(genCategory));
+static cl::opt<double> lr("lr", cl::desc("AdamW learning rate (--train)"),
+                          cl::value_desc("x"), cl::init(1e-3),
+                          cl::cat(genCategory));
+static cl::opt<double> beta1("beta1",
+                             cl::desc("AdamW first-moment decay (--train)"),
+                             cl::value_desc("x"), cl::init(0.9),
+                             cl::cat(genCategory));
+static cl::opt<double> beta2("beta2",
+                             cl::desc("AdamW second-moment decay (--train)"),
+                             cl::value_desc("x"), cl::init(0.999),
+                             cl::cat(genCategory));
+static cl::opt<double> adamEps("eps",
+                               cl::desc("AdamW epsilon (--train)"),
+                               cl::value_desc("x"), cl::init(1e-8),
+                               cl::cat(genCategory));
+static cl::opt<double> weightDecay(
+    "weight-decay",
+    cl::desc("AdamW decoupled weight decay of weight matrices and embeddings "
+             "(--train)"),
+    cl::value_desc("x"), cl::init(0.01), cl::cat(genCategory));
 static cl::opt<bool> printParamCount(
     "print-param-count",
     cl::desc("Print the parameter count and sizes, summed from the argument "
@@ -152,10 +187,14 @@ static std::optional<ModelConfig> resolveConfig(std::string &error) {
     os << "--with-embedding and --blocks-only exclude each other";
     return std::nullopt;
   }
-  config->scope = withEmbedding ? Scope::WithEmbedding
-                  : blocksOnly  ? Scope::BlocksOnly
-                                : Scope::Default;
-  config->withLoss = withLoss;
+  if (train && blocksOnly) {
+    os << "--train and --blocks-only exclude each other";
+    return std::nullopt;
+  }
+  config->scope = withEmbedding || train ? Scope::WithEmbedding
+                  : blocksOnly           ? Scope::BlocksOnly
+                                         : Scope::Default;
+  config->withLoss = withLoss || train;
   if (std::optional<std::string> problem = verifyConfig(*config)) {
     os << *problem;
     return std::nullopt;
@@ -163,9 +202,52 @@ static std::optional<ModelConfig> resolveConfig(std::string &error) {
   return config;
 }
 
+/// Resolves --emit and the optimizer flags; they need --train.
+static std::optional<TrainOptions> resolveTrainOptions(std::string &error) {
+  llvm::raw_string_ostream os(error);
+  TrainOptions options;
+  if (!train) {
+    for (cl::Option *option :
+         std::initializer_list<cl::Option *>{&emit, &lr, &beta1, &beta2,
+                                             &adamEps, &weightDecay})
+      if (option->getNumOccurrences()) {
+        os << "--" << option->ArgStr << " needs --train";
+        return std::nullopt;
+      }
+    return options;
+  }
+  if (emit != "step" && emit != "grads") {
+    os << "unknown --emit '" << emit << "'; expected 'step' or 'grads'";
+    return std::nullopt;
+  }
+  options.gradsOnly = emit == "grads";
+  auto check = [&](bool ok, llvm::StringRef flag, double value,
+                   llvm::StringRef range) {
+    if (!ok)
+      os << "--" << flag << " is " << llvm::format("%g", value)
+         << "; expected " << range;
+    return ok;
+  };
+  if (!check(lr > 0 && std::isfinite(lr), "lr", lr, "a positive number") ||
+      !check(beta1 >= 0 && beta1 < 1, "beta1", beta1, "0 <= beta1 < 1") ||
+      !check(beta2 >= 0 && beta2 < 1, "beta2", beta2, "0 <= beta2 < 1") ||
+      !check(adamEps > 0 && std::isfinite(adamEps), "eps", adamEps,
+             "a positive number") ||
+      !check(weightDecay >= 0 && std::isfinite(weightDecay), "weight-decay",
+             weightDecay, "a number >= 0"))
+    return std::nullopt;
+  options.lr = lr;
+  options.beta1 = beta1;
+  options.beta2 = beta2;
+  options.eps = adamEps;
+  options.weightDecay = weightDecay;
+  return options;
+}
+
 /// The first line of the output: a comment holding the tp-gen command that
 /// regenerates this exact output, and the constants no flag sets.
-static std::string describe(const ModelConfig &config) {
+static std::string describe(const ModelConfig &config,
+                            const TrainOptions *trainOptions) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "// tp-gen --model " << stringifyArch(config.arch) << " --preset "
@@ -182,6 +264,17 @@ static std::string describe(const ModelConfig &config) {
     os << " --blocks-only";
   if (config.withLoss)
     os << " --with-loss";
+  if (trainOptions) {
+    os << " --train";
+    if (trainOptions->gradsOnly)
+      os << " --emit grads";
+    else
+      os << " --lr " << llvm::format("%g", trainOptions->lr) << " --beta1 "
+         << llvm::format("%g", trainOptions->beta1) << " --beta2 "
+         << llvm::format("%g", trainOptions->beta2) << " --eps "
+         << llvm::format("%g", trainOptions->eps) << " --weight-decay "
+         << llvm::format("%g", trainOptions->weightDecay);
+  }
   os << "  (";
   if (config.arch == Arch::Llama)
     os << "rope-theta " << llvm::format("%g", config.ropeTheta) << ", ";
@@ -202,12 +295,16 @@ int main(int argc, char **argv) {
       argc, argv,
       "tp-gen: GPT-2 and Llama forward functions in upstream MLIR\n\n"
       "  The size flags override the preset's shapes. Output: func.func\n"
-      "  @forward in func/linalg/tensor/arith/math; docs/models.md\n"
-      "  describes the IR and the tp.init contract.\n");
+      "  @forward (with --train: @train_step, forward, backward and AdamW)\n"
+      "  in func/linalg/tensor/arith/math; docs/models.md describes the IR,\n"
+      "  the training step and the tp.init contract.\n");
 
   std::string error;
   std::optional<ModelConfig> config = resolveConfig(error);
   if (!config)
+    return fail(error);
+  std::optional<TrainOptions> trainOptions = resolveTrainOptions(error);
+  if (!trainOptions)
     return fail(error);
 
   DialectRegistry registry;
@@ -217,7 +314,9 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
-  OwningOpRef<ModuleOp> module = buildModel(&context, *config);
+  OwningOpRef<ModuleOp> module =
+      train ? buildTrainStep(&context, *config, *trainOptions)
+            : buildModel(&context, *config);
   if (failed(verify(*module)))
     return fail("internal error: the generated IR does not verify");
 
@@ -226,13 +325,13 @@ int main(int argc, char **argv) {
       openOutputFile(outputFile, &openError);
   if (!output)
     return fail(openError);
-  output->os() << describe(*config);
+  output->os() << describe(*config, train ? &*trainOptions : nullptr);
   module->print(output->os());
   output->os() << "\n";
   output->keep();
 
   if (printParamCount) {
-    auto fn = module->lookupSymbol<func::FuncOp>(kForwardFuncName);
+    auto fn = *module->getOps<func::FuncOp>().begin();
     ParamStats stats = computeParamStats(fn);
     llvm::raw_ostream &os = llvm::errs();
     os << "stats: parameters " << stats.elements << "\n"

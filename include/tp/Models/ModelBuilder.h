@@ -19,8 +19,11 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <functional>
 
 namespace mlir::tp::models {
 
@@ -54,7 +57,9 @@ using BodyFn = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 class ModelBuilder {
 public:
-  ModelBuilder(MLIRContext *context, const ModelConfig &config);
+  /// Starts `func.func @<funcName>` (`forward` unless told otherwise).
+  ModelBuilder(MLIRContext *context, const ModelConfig &config,
+               llvm::StringRef funcName = "forward");
 
   const ModelConfig &getConfig() const { return config; }
   MLIRContext *getContext() { return builder.getContext(); }
@@ -76,6 +81,22 @@ public:
                  InitSpec init);
   /// Returns `result`, completes the signature and hands the module over.
   OwningOpRef<ModuleOp> finish(Value result);
+
+  /// Appends an argument with the attributes `attrs`, wherever parameters
+  /// are (training state: optimizer moments, the step counter).
+  Value addArgument(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                    Type elementType, DictionaryAttr attrs);
+  /// The parameters in model order, with their initialisation.
+  llvm::ArrayRef<std::pair<BlockArgument, InitSpec>> getParams() const {
+    return params;
+  }
+  /// Returns `results` with the attributes `resultAttrs` and hands the
+  /// module over, with the arguments reordered: argument i of the final
+  /// signature is the argument created as number argOrder[i] (a
+  /// permutation of all arguments).
+  OwningOpRef<ModuleOp> finish(ValueRange results,
+                               llvm::ArrayRef<DictionaryAttr> resultAttrs,
+                               llvm::ArrayRef<unsigned> argOrder);
 
   /// While alive, the ops built get the location `loc(name)`.
   class NameScope {
@@ -134,6 +155,12 @@ public:
   /// linalg.matmul x[M, K] · w[N, K]ᵀ, the transpose expressed by the
   /// operand's indexing map.
   Value matmulTransposedRhs(Value x, Value w);
+  /// linalg.matmul a[K, M]ᵀ · b[K, N] (weight gradients), the transpose
+  /// expressed by the operand's indexing map.
+  Value matmulTransposedLhs(Value a, Value b);
+  /// `value` converted elementwise to `elementType` (itself when it has
+  /// that element type already).
+  Value castTo(Value value, Type elementType);
 
   //===--------------------------------------------------------------------===//
   // Scalar helpers for bodies
@@ -148,7 +175,7 @@ public:
   // Layers
   //===--------------------------------------------------------------------===//
 
-  /// a + b (same shape), in the storage type.
+  /// a + b (same type).
   Value add(Value a, Value b);
   /// LayerNorm over the last dimension of x[T, H].
   Value layerNorm(Value x, Value gamma, Value beta);
@@ -171,7 +198,57 @@ public:
   /// tensor<f32>.
   Value crossEntropy(Value logits, Value labels);
 
+  //===--------------------------------------------------------------------===//
+  // Reverse mode (lib/Models/Backward.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// A gradient rule: given the gradient of the value it was recorded for,
+  /// adds the gradients of that value's inputs with addGrad.
+  using GradRule = std::function<void(Value grad)>;
+
+  /// From now on the layers record their gradient rules (a tape).
+  void enableGradients() { recording = true; }
+  /// Whether rules are being recorded: on after enableGradients, off while
+  /// a composite layer builds the pieces its own rule covers, and off
+  /// during backward.
+  bool isRecording() const { return recording && suspended == 0; }
+  /// Records `rule` for `result` when recording; otherwise does nothing.
+  void record(Value result, GradRule rule);
+  /// Adds `grad` (same type) to the gradient of `value`. Integer tensors and
+  /// arguments that are not parameters take no gradient.
+  void addGrad(Value value, Value grad);
+  /// Runs the recorded rules in reverse order from the scalar `loss`, whose
+  /// gradient is one. Every op built meanwhile is named `<forward name>.grad`.
+  void backward(Value loss);
+  /// The gradient of `value` after backward; zeros when nothing reached it.
+  Value getGrad(Value value);
+
+  /// While alive, the layers record no rules: a composite layer builds its
+  /// pieces under one and records one rule for the whole.
+  class NoRecord {
+  public:
+    explicit NoRecord(ModelBuilder &mb) : mb(mb) { ++mb.suspended; }
+    ~NoRecord() { --mb.suspended; }
+
+  private:
+    ModelBuilder &mb;
+  };
+
 private:
+  /// rotaryEmbedding with the angles multiplied by `sign` (-1: the inverse
+  /// rotation, which is its transpose and so its gradient).
+  Value rotate(Value x, double sign);
+  /// Sums `grad` over the loops missing from `outLoops` into a tensor of
+  /// `shape` and the element type of `like`.
+  Value sumGrad(llvm::ArrayRef<Operand> inputs, unsigned numLoops,
+                llvm::ArrayRef<unsigned> outLoops, Value like, BodyFn expr);
+
+  struct TapeEntry {
+    Value result;
+    Location loc;
+    GradRule rule;
+  };
+
   ModelConfig config;
   OpBuilder builder;
   Location loc;
@@ -184,6 +261,15 @@ private:
   llvm::StringMap<unsigned> paramArgs;
   /// Whether a parameter has been added (inputs must come first).
   bool sawParam = false;
+  llvm::SmallVector<std::pair<BlockArgument, InitSpec>> params;
+  bool recording = false;
+  unsigned suspended = 0;
+  std::vector<TapeEntry> tape;
+  llvm::DenseMap<Value, Value> grads;
+  /// For gradients assembled from rank-reduced slices (selectIndex): the
+  /// (dimension, index) slices inserted so far into a zero tensor.
+  llvm::DenseMap<Value, llvm::SmallVector<std::pair<unsigned, int64_t>>>
+      sliceGrads;
 };
 
 //===----------------------------------------------------------------------===//
@@ -203,6 +289,12 @@ Value buildLlamaEmbedding(ModelBuilder &mb, Value ids);
 Value buildLlamaBlock(ModelBuilder &mb, Value x, int64_t layer);
 /// Final RMSNorm and the untied LM head: logits[B*S, V].
 Value buildLlamaHead(ModelBuilder &mb, Value x);
+
+/// The forward pass of the builder's configuration (lib/Models/Models.cpp):
+/// adds the inputs, then builds embedding, blocks, head and loss as the
+/// scope asks. Returns the function's result (loss, logits or hidden
+/// states).
+Value buildForward(ModelBuilder &mb);
 
 } // namespace mlir::tp::models
 

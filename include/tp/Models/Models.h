@@ -30,6 +30,35 @@ namespace mlir::tp::models {
 /// The name of the generated function.
 inline constexpr llvm::StringLiteral kForwardFuncName = "forward";
 
+/// The names of the training functions (buildTrainStep).
+inline constexpr llvm::StringLiteral kTrainStepFuncName = "train_step";
+inline constexpr llvm::StringLiteral kTrainGradsFuncName = "train_grads";
+
+/// What buildTrainStep emits and the AdamW hyperparameters, constants in the
+/// IR.
+struct TrainOptions {
+  /// Emit `@train_grads` (loss and gradients, no optimizer) instead of
+  /// `@train_step`.
+  bool gradsOnly = false;
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  /// Decoupled weight decay (AdamW), applied to the randomly initialised
+  /// parameters (weight matrices and embeddings), not to biases and norm
+  /// weights.
+  double weightDecay = 0.01;
+};
+
+/// Builds a module holding one training step of `config` (which must pass
+/// verifyConfig, have the embedding scope and the loss): forward, mean
+/// cross-entropy, backward and an AdamW update (docs/models.md gives the
+/// signature and the formulas). With `options.gradsOnly`, the function
+/// returns the loss and the gradients instead.
+OwningOpRef<ModuleOp> buildTrainStep(MLIRContext *context,
+                                     const ModelConfig &config,
+                                     const TrainOptions &options);
+
 /// Adds the dialects the generated IR uses to `registry`.
 void registerModelDialects(DialectRegistry &registry);
 
@@ -46,7 +75,8 @@ int64_t getParamSeed(llvm::StringRef name);
 /// What the `tp.param` arguments of a function hold, read from its argument
 /// types and attributes.
 struct ParamStats {
-  /// Number of `tp.param` arguments.
+  /// Number of `tp.param` arguments (not counting `tp.state`: a training
+  /// step's optimizer moments).
   int64_t tensors = 0;
   /// Sum over them of the number of elements.
   int64_t elements = 0;

@@ -157,7 +157,7 @@ func.func @global_shape_negative(%x: tensor<2x8xf32> {tp.global_shape = array<i6
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param', 'tp.global_shape' and 'tp.init'}}
+// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param', 'tp.global_shape', 'tp.init', 'tp.state' and 'tp.updates'}}
 func.func @unknown_tp_attr(%x: tensor<8xf32> {tp.shard}) {
   return
 }
@@ -311,4 +311,48 @@ func.func @init_integers_high(%x: tensor<8xi64> {tp.init = {kind = "integers", s
 // expected-error @+1 {{'func.func' op argument 0: 'tp.init' of kind 'integers' needs an integer 'high'}}
 func.func @init_integers_no_high(%x: tensor<8xi64> {tp.init = {kind = "integers", seed = 3 : i64}}) {
   return
+}
+
+// -----
+
+// A training step's state marker is a unit attribute.
+// expected-error @+1 {{'func.func' op argument 0: 'tp.state' must be a unit attribute, got 1 : i64}}
+func.func @state_not_unit(%m: tensor<8xf32> {tp.state = 1 : i64}) {
+  return
+}
+
+// -----
+
+// tp.updates names an argument, so it only makes sense on results.
+// expected-error @+1 {{'func.func' op argument 0: 'tp.updates' belongs on function results, not arguments}}
+func.func @updates_on_argument(%m: tensor<8xf32> {tp.updates = 0 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result 0: 'tp.updates' names argument 2 but the function has 1 arguments}}
+func.func @updates_out_of_range(%m: tensor<8xf32>) -> (tensor<8xf32> {tp.updates = 2 : i64}) {
+  return %m : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result 0: 'tp.updates' names argument 0 of type 'tensor<8xf32>' but the result has type 'tensor<4xf32>'}}
+func.func @updates_type_mismatch(%m: tensor<8xf32>, %n: tensor<4xf32>) -> (tensor<4xf32> {tp.updates = 0 : i64}) {
+  return %n : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result 0: 'tp.updates' must be an i64 argument index, got "m"}}
+func.func @updates_not_index(%m: tensor<8xf32>) -> (tensor<8xf32> {tp.updates = "m"}) {
+  return %m : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result 0: 'tp.updates' names argument 0 of type 'tensor<8x8xf32>' but the result has type 'tensor<8x4xf32>'}}
+func.func @updates_global_mismatch(%m: tensor<8x2xf32> {tp.global_shape = array<i64: 8, 8>}) -> (tensor<8x2xf32> {tp.global_shape = array<i64: 8, 4>, tp.updates = 0 : i64}) {
+  return %m : tensor<8x2xf32>
 }

@@ -35,6 +35,30 @@ func.func @init_descriptors(
   return
 }
 
+// A training step: optimizer state is marked tp.state, and each result that
+// replaces an argument on the next call names it with tp.updates.
+// CHECK-LABEL: func.func @training_state
+// CHECK-SAME: %{{.*}}: tensor<4xf32> {tp.init = {kind = "zeros"}, tp.param, tp.state}
+// CHECK-SAME: -> (tensor<4xf32> {tp.param, tp.updates = 1 : i64})
+func.func @training_state(
+    %w: tensor<4xf32> {tp.param},
+    %m: tensor<4xf32> {tp.param, tp.state, tp.init = {kind = "zeros"}})
+    -> (tensor<4xf32> {tp.param, tp.updates = 1 : i64}) {
+  return %m : tensor<4xf32>
+}
+
+// After partitioning, tp.updates relates the global types: a result may
+// replace an argument of another local type with the same global shape.
+// CHECK-LABEL: func.func @training_state_partitioned
+// CHECK-SAME: -> (tensor<2x8xf32> {tp.global_shape = array<i64: 8, 8>, tp.param, tp.updates = 0 : i64})
+func.func @training_state_partitioned(
+    %w: tensor<8x2xf32> {tp.param, tp.global_shape = array<i64: 8, 8>})
+    -> (tensor<2x8xf32> {tp.param, tp.global_shape = array<i64: 8, 8>,
+                         tp.updates = 0 : i64}) {
+  %0 = tensor.empty() : tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
 // A parameter may also carry a pin.
 // CHECK-LABEL: func.func @pinned_param
 // CHECK-SAME: {tp.layout = #tp.layout<@m, ["tp", -]>, tp.param}

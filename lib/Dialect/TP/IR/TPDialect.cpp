@@ -118,12 +118,23 @@ verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
   }
   if (name == TPDialect::getInitAttrName())
     return verifyInitAttribute(attr.getValue(), type, emitError);
+  if (name == TPDialect::getStateAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return emitError() << "'" << name << "' must be a unit attribute, got "
+                         << attr.getValue();
+    return success();
+  }
+  if (name == TPDialect::getUpdatesAttrName())
+    return emitError() << "'" << name
+                       << "' belongs on function results, not arguments";
   return emitError() << "unknown attribute '" << name
                      << "'; the tp dialect defines '"
                      << TPDialect::getLayoutAttrName() << "', '"
                      << TPDialect::getParamAttrName() << "', '"
-                     << TPDialect::getGlobalShapeAttrName() << "' and '"
-                     << TPDialect::getInitAttrName() << "'";
+                     << TPDialect::getGlobalShapeAttrName() << "', '"
+                     << TPDialect::getInitAttrName() << "', '"
+                     << TPDialect::getStateAttrName() << "' and '"
+                     << TPDialect::getUpdatesAttrName() << "'";
 }
 
 LogicalResult TPDialect::verifyRegionArgAttribute(Operation *op,
@@ -146,6 +157,42 @@ LogicalResult TPDialect::verifyRegionResultAttribute(Operation *op,
                                                      NamedAttribute attr) {
   // MLIR only attaches result attributes to function-like ops.
   auto fn = cast<FunctionOpInterface>(op);
+  if (attr.getName() == getUpdatesAttrName()) {
+    // The argument this result replaces on the next call: same type.
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!index || !index.getType().isInteger(64))
+      return op->emitOpError()
+             << "result " << resultIndex << ": '" << getUpdatesAttrName()
+             << "' must be an i64 argument index, got " << attr.getValue();
+    int64_t arg = index.getInt();
+    ArrayRef<Type> argTypes = fn.getArgumentTypes();
+    if (arg < 0 || arg >= static_cast<int64_t>(argTypes.size()))
+      return op->emitOpError()
+             << "result " << resultIndex << ": '" << getUpdatesAttrName()
+             << "' names argument " << arg << " but the function has "
+             << argTypes.size() << " arguments";
+    // After partitioning both sides have local types: compare the global
+    // ones (tp.global_shape) where they are recorded.
+    auto globalType = [&](Type type, DictionaryAttr attrs) -> Type {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      auto shape = attrs ? attrs.getAs<DenseI64ArrayAttr>(
+                               getGlobalShapeAttrName())
+                         : DenseI64ArrayAttr();
+      if (!tensor || !shape)
+        return type;
+      return RankedTensorType::get(shape.asArrayRef(),
+                                   tensor.getElementType());
+    };
+    Type argType = globalType(argTypes[arg], fn.getArgAttrDict(arg));
+    Type resultType = globalType(fn.getResultTypes()[resultIndex],
+                                 fn.getResultAttrDict(resultIndex));
+    if (argType != resultType)
+      return op->emitOpError()
+             << "result " << resultIndex << ": '" << getUpdatesAttrName()
+             << "' names argument " << arg << " of type " << argType
+             << " but the result has type " << resultType;
+    return success();
+  }
   return verifyValueAttribute(op, attr, fn.getResultTypes()[resultIndex], [&]() {
     return op->emitOpError() << "result " << resultIndex << ": ";
   });

@@ -37,6 +37,10 @@ def TP_Dialect : Dialect {
     kinds `normal` (needs `seed`, `std`), `uniform` (needs `seed`, `scale`:
     values in [-scale, scale)), `zeros`, `ones`, `integers` (needs `seed`,
     `high`: integers in [0, high), for token ids); see `docs/models.md`).
+    A training step (`tp-gen --train`) adds two: `tp.state` (unit, on
+    arguments: optimizer state such as Adam moments and the step counter,
+    not a weight) and `tp.updates` (an i64 on results: the index of the
+    argument, of the same type, that the result replaces on the next call).
     The planner (`--tp-propagate`) records its decision per op in two more:
     `tp.operand_layouts` and `tp.result_layouts`, arrays with one
     `#tp.layout` per operand and result (`unit` for non-tensors), on global
@@ -63,6 +67,16 @@ def TP_Dialect : Dialect {
     /// Name of the dictionary describing how to initialise a parameter.
     static constexpr ::llvm::StringLiteral getInitAttrName() {
       return ::llvm::StringLiteral("tp.init");
+    }
+    /// Name of the unit attribute marking an argument as training state
+    /// (optimizer moments, the step counter) rather than a weight.
+    static constexpr ::llvm::StringLiteral getStateAttrName() {
+      return ::llvm::StringLiteral("tp.state");
+    }
+    /// Name of the i64 result attribute naming the argument a result
+    /// replaces on the next call (a training step's updated state).
+    static constexpr ::llvm::StringLiteral getUpdatesAttrName() {
+      return ::llvm::StringLiteral("tp.updates");
     }
     /// Names of the planner's per-op decisions: the layout in which the op
     /// consumes each operand and produces each result (`unit` for values
