@@ -4,21 +4,45 @@
 # layers with embedding and LM head, planned at tp=8 on h100-nvlink.
 # Prints one row per size and the time per layer; asserts nothing.
 #
-#   bench/plan-time.sh [BUILD_DIR]
+# With --train: training steps instead (tp-gen --train: forward, loss,
+# backward, AdamW; docs/training.md), Llama-2-7B shapes (hidden 4096, 32
+# heads, ffn 11008, 4096 tokens, f32) of 1, 2, 4, 8 and 32 layers at tp=8
+# (TP_PLAN_LAYERS overrides the list).
+#
+#   bench/plan-time.sh [--train] [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+train=0
+if [[ "${1:-}" == "--train" ]]; then
+  train=1
+  shift
+fi
 build=${1:-${TP_BUILD_DIR:-$root/build}}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 printf "%-7s %-9s %-10s %-10s %-10s %-8s %-7s %-12s %-11s\n" \
   layers ops nodes plan_s wall_s per_layer front peak_rss_MB collectives
-for layers in 1 8 32 80; do
-  "$build/bin/tp-gen" --preset llama2-70b --layers "$layers" --seq 4096 \
-    --dtype bf16 --with-embedding -o "$tmp/m.mlir"
+if (( train )); then
+  sizes=${TP_PLAN_LAYERS:-1 2 4 8 32}
+else
+  sizes=${TP_PLAN_LAYERS:-1 8 32 80}
+fi
+for layers in $sizes; do
+  if (( train )); then
+    "$build/bin/tp-gen" --preset llama2-7b --layers "$layers" --seq 4096 \
+      --train -o "$tmp/m.mlir"
+  else
+    "$build/bin/tp-gen" --preset llama2-70b --layers "$layers" --seq 4096 \
+      --dtype bf16 --with-embedding -o "$tmp/m.mlir"
+  fi
   ops=$(grep -c '= ' "$tmp/m.mlir" || true)
-  /usr/bin/time -f "%e %M" -o "$tmp/time" "$build/bin/tp-opt" "$tmp/m.mlir" \
-    --tp-propagate="tp=8 report=$tmp/r.json" -o /dev/null
+  if ! /usr/bin/time -f "%e %M" -o "$tmp/time" "$build/bin/tp-opt" \
+      "$tmp/m.mlir" --tp-propagate="tp=8 report=$tmp/r.json" -o /dev/null; then
+    printf "%-7s %-9s did not finish: %s\n" "$layers" "$(grep -c '= ' "$tmp/m.mlir" || true)" \
+      "$(tail -n 1 "$tmp/time")"
+    continue
+  fi
   read -r wall rss < "$tmp/time"
   python3 - "$tmp/r.json" "$layers" "$ops" "$wall" "$rss" <<'PY'
 import json, sys

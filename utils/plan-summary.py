@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """Prints a tp-propagate JSON plan report as one line per collective.
 
-    plan-summary.py [--ops] REPORT.json
+    plan-summary.py [--ops] [--training] [--locs] REPORT.json
 
 Each line: `COLLECTIVE [REDUCTION] over AXIS dim=D: SHAPE ELEMENT message=BYTES`
 in program order, then one `totals:` line per function. With --ops, one
-line per op first: `OP LOCATION STRATEGY -> RESULT LAYOUTS`. Tests FileCheck
-it; users read it to see what a plan does and communicates.
+line per op first: `OP LOCATION STRATEGY -> RESULT LAYOUTS`. A training
+step (docs/training.md) ends with a `memory:` line (bytes per device of
+weights, gradients, optimizer states, activations); with --training, one
+line per weight first: `param NAME LAYOUT update=... grad=... state=...`.
+With --locs, each collective line ends with `@ NAME`, the name location of
+the value it moves (tp-gen --mlir-print-debuginfo names ops by layer).
+Tests FileCheck it; users read it to see what a plan does and communicates.
 """
 import json
 import re
@@ -16,7 +21,9 @@ import sys
 def main():
     args = sys.argv[1:]
     show_ops = "--ops" in args
-    args = [a for a in args if a != "--ops"]
+    show_training = "--training" in args
+    show_locs = "--locs" in args
+    args = [a for a in args if a not in ("--ops", "--training", "--locs")]
     with open(args[0]) as f:
         report = json.load(f)
     for fn in report["functions"]:
@@ -41,15 +48,39 @@ def main():
                 elif "dim" in s:
                     dim = " dim=%d" % s["dim"]
                 shape = "x".join(str(d) for d in s["input_shape"]) or "scalar"
-                print("%s%s over %s%s: %s %s message=%d -> %s"
+                at = ""
+                if show_locs:
+                    m = re.match(r'loc\("([^"]*)"', r["value_loc"])
+                    at = " @ " + (m.group(1) if m else r["value_loc"])
+                print("%s%s over %s%s: %s %s message=%d -> %s%s"
                       % (s["collective"], red, s["axis"], dim, shape,
-                         r["element_type"], s["message_bytes"], r["consumer"]))
+                         r["element_type"], s["message_bytes"], r["consumer"],
+                         at))
         t = fn["totals"]
         print("totals: collectives=%d message_bytes=%d param_bytes=%d "
               "exact=%s" % (t["collectives"],
                             t["communication_message_bytes_per_device"],
                             t["param_bytes_per_device"],
                             str(fn["solver"]["exact"]).lower()))
+        training = fn.get("training")
+        if training:
+            short = lambda l: re.sub(r"#tp\.layout<@\w+, ", "<", l)
+            if show_training:
+                for p in training["params"]:
+                    print("param %s %s update=%s grad=%s state=%s" % (
+                        p["name"], short(p["layout"]),
+                        ",".join(map(short, p["update_layouts"])) or "none",
+                        ",".join(map(short, p["gradient_layouts"])) or "none",
+                        ",".join(map(short, p["state_layouts"])) or "none"))
+            print("memory: weights=%d gradients=%d optimizer_states=%d "
+                  "activations=%d bytes per device (%d weights, %d gradients, "
+                  "%d states, %d activations)" % (
+                      training["weight_bytes_per_device"],
+                      training["gradient_bytes_per_device"],
+                      training["optimizer_state_bytes_per_device"],
+                      training["activation_bytes_per_device"],
+                      training["weights"], training["gradients"],
+                      training["optimizer_states"], training["activations"]))
 
 
 if __name__ == "__main__":

@@ -12,12 +12,16 @@
 //        (or to nothing); splitting a parallel factor splits the tensor
 //        dimensions whose major factor it is, splitting a reduction factor
 //        makes the results (and inits) partial with the factor's combiner; a
-//        fill of an identity may also produce that partial for free; ops
-//        whose rule allows any layout (tensor.empty) list every layout;
+//        fill of an identity may also produce that partial for free; an
+//        elementwise op linear in its inputs (isSumLinear: `a + b`, a
+//        gradient sum) whose inputs may all be pending sums of contractions
+//        may also read them as partial sums and produce the partial sum;
+//        ops whose rule allows any layout (tensor.empty) list every layout;
 //      - ops without a rule: one replicated strategy, and a remark;
 //      - `tp.annotate`: one strategy with the pinned layout, and the value
 //        it pins must be *produced* in that layout;
-//      - results: pinned or replicated, or (a `tp.param` result) free.
+//      - results: pinned or replicated, or (a `tp.param` result, or one
+//        with `tp.updates`, a training step's next state) free.
 //    Large constants behave like parameters, small ones are replicated (a
 //    split of a replicated value is a free slice).
 // 2. Edges. Every use of a value joins the producer's node and the
@@ -43,6 +47,7 @@
 
 #include "tp/Analysis/ShardingRules.h"
 #include "tp/Analysis/Solver.h"
+#include "tp/Analysis/TrainingMemory.h"
 #include "tp/Dialect/TP/IR/TPDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -161,6 +166,9 @@ private:
   double totalParamBytes = 0;
   int64_t paramDevices = 1;
   DenseSet<int> paramNodes; // nodes of parameters and constant weights
+  /// Values that may be pending sums from a contraction: results of ops
+  /// with a reduction factor, and of linear ops on such values only.
+  DenseSet<Value> reducedValues;
   /// A value with several uses: its solver node, and per choice the layout
   /// produced and the layout of the shared resharding.
   struct FanOut {
@@ -463,6 +471,57 @@ void PlanBuilder::addOpNode(Operation *op) {
   finish();
 }
 
+/// Whether `op` computes, element by element, a linear function of its
+/// inputs with no constant term: sums and differences of inputs, each
+/// scaled by values that depend on no input (`a + b`, `0.5 * (a - b)`). The
+/// sum over devices of such an op's results on per-device terms is then the
+/// op applied to the summed inputs, so partial sums may flow through it
+/// (Megatron's backward adds the partial input gradients of q, k and v, or
+/// gate and up, before one all-reduce).
+static bool isSumLinear(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || linalgOp.getNumReductionLoops() != 0 ||
+      op->getNumRegions() != 1 || !linalgOp.getBlock() ||
+      linalgOp.getNumDpsInputs() == 0)
+    return false;
+  Block *body = linalgOp.getBlock();
+  DenseSet<Value> linear;
+  for (OpOperand *input : linalgOp.getDpsInputOperands()) {
+    if (!isa<RankedTensorType>(input->get().getType()))
+      return false;
+    linear.insert(linalgOp.getMatchingBlockArgument(input));
+  }
+  for (OpOperand &init : linalgOp.getDpsInitsMutable())
+    if (!linalgOp.getMatchingBlockArgument(&init).use_empty())
+      return false;
+  for (Operation &inner : body->without_terminator()) {
+    unsigned numLinear = llvm::count_if(
+        inner.getOperands(), [&](Value v) { return linear.contains(v); });
+    if (numLinear == 0) {
+      // Depends on no input: a scale factor, if anything.
+      if (inner.getNumRegions() != 0)
+        return false;
+      continue;
+    }
+    bool ok = false;
+    if (isa<arith::AddFOp, arith::SubFOp>(inner))
+      ok = numLinear == 2;
+    else if (isa<arith::NegFOp>(inner))
+      ok = true;
+    else if (isa<arith::MulFOp>(inner))
+      ok = numLinear == 1;
+    else if (auto div = dyn_cast<arith::DivFOp>(inner))
+      ok = numLinear == 1 && linear.contains(div.getLhs());
+    if (!ok)
+      return false;
+    linear.insert(inner.getResult(0));
+  }
+  Operation *yield = body->getTerminator();
+  return yield->getNumOperands() > 0 &&
+         llvm::all_of(yield->getOperands(),
+                       [&](Value v) { return linear.contains(v); });
+}
+
 void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
   Operation *op = node.op;
   MLIRContext *ctx = op->getContext();
@@ -546,6 +605,25 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
     return false;
   };
 
+  // Whether pending sums may flow through the op (isSumLinear): only
+  // where every input read may be one (a sum of partial gradients), which
+  // keeps the extra strategies, and the search, small.
+  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+  bool linearInputs =
+      dps && isSumLinear(op) && rule.captured.empty() &&
+      llvm::all_of(node.inputs, [&](const Input &in) {
+        if (in.slot >= op->getNumOperands())
+          return false;
+        return !dps.isDpsInput(&op->getOpOperand(in.slot)) ||
+               reducedValues.contains(in.value);
+      });
+  if (linearInputs ||
+      llvm::any_of(rule.factors, [](const Factor &f) {
+        return f.kind == FactorKind::Reduction;
+      }))
+    for (Value r : op->getResults())
+      reducedValues.insert(r);
+
   // Enumerate: each axis on no factor (-1) or on one splittable factor.
   SmallVector<int64_t> choice(axes.size(), -1);
   std::function<void(size_t)> rec = [&](size_t a) {
@@ -594,12 +672,20 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
         padded = true;
       }
     }
-    // Partial variants: a fill of an identity may leave unused axes partial.
+    // Partial variants: a fill of an identity may leave unused axes partial,
+    // and an op linear in its inputs (a sum of partial gradients) may read
+    // every input as a pending sum over unused axes and produce the pending
+    // sum of its results.
     SmallVector<SmallVector<StringAttr>> partialVariants = {{}};
     if (rule.identityOf && !unusedAxes.empty())
       partialVariants.push_back(unusedAxes);
+    size_t linearVariant = partialVariants.size();
+    if (linearInputs && reductionAxes.empty() && !unusedAxes.empty())
+      partialVariants.push_back(unusedAxes);
 
-    for (ArrayRef<StringAttr> extraPartial : partialVariants) {
+    for (auto [variant, extraPartialAxes] : llvm::enumerate(partialVariants)) {
+      ArrayRef<StringAttr> extraPartial = extraPartialAxes;
+      bool linear = variant == linearVariant;
       Strategy s;
       SmallVector<StringAttr> partial(reductionAxes);
       llvm::append_range(partial, extraPartial);
@@ -622,10 +708,16 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
         LayoutAttr layout;
         if (in.slot < rule.operands.size() && rule.operands[in.slot]) {
           int64_t init = rule.initOf[in.slot];
-          bool partialInit = init >= 0 && !rule.identityOf;
+          // (A linear op's init is not read: it stays whole.)
+          bool partialInit = init >= 0 && !rule.identityOf && !linear;
+          bool partialInput =
+              linear && init < 0 &&
+              cast<DestinationStyleOpInterface>(op).isDpsInput(
+                  &op->getOpOperand(in.slot));
           layout = layoutOf(*rule.operands[in.slot], factorAxes,
-                            partialInit ? ArrayRef<StringAttr>(partial)
-                                        : ArrayRef<StringAttr>(),
+                            partialInit || partialInput
+                                ? ArrayRef<StringAttr>(partial)
+                                : ArrayRef<StringAttr>(),
                             kind);
           if (!layout)
             return;
@@ -687,8 +779,9 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
       }
       for (StringAttr a : extraPartial)
         parts.push_back(
-            llvm::formatv("{0}=partial {1}", a.getValue(),
-                          stringifyReductionKind(kind))
+            llvm::formatv("{0}=partial {1}{2}", a.getValue(),
+                          stringifyReductionKind(kind),
+                          linear ? " (linear)" : "")
                 .str());
       s.description = parts.empty() ? "replicated" : llvm::join(parts, ", ");
       node.strategies.push_back(std::move(s));
@@ -726,17 +819,27 @@ void PlanBuilder::addResultNodes(func::ReturnOp ret) {
         i, TPDialect::getLayoutAttrName());
     bool isParam =
         func.getResultAttr(i, TPDialect::getParamAttrName()) != nullptr;
+    // A training step's updated state (`tp.updates = A`) is free like a
+    // parameter: the update is elementwise in argument A, which is consumed
+    // in its stored layout, so the result costs nothing in that layout and
+    // a collective in any other. (A hard tie, an edge from A to this node,
+    // would span the whole step and defeat the layer-by-layer elimination;
+    // run() checks the outcome instead.)
+    bool updates = func.getResultAttrOfType<IntegerAttr>(
+                       i, TPDialect::getUpdatesAttrName()) != nullptr;
     SmallVector<LayoutAttr> layouts;
     if (pinned)
       layouts = {pinned};
-    else if (isParam)
+    else if (isParam || updates)
       layouts = enumerateLayouts(type);
     else
       layouts = {LayoutAttr::getReplicated(meshRef, type.getRank())};
     for (LayoutAttr layout : layouts) {
       Strategy s;
       s.inputs = {layout};
-      s.description = pinned ? "pinned" : (isParam ? "free" : "replicated");
+      s.description = pinned ? "pinned"
+                      : updates ? "updates"
+                                : (isParam ? "free" : "replicated");
       node.strategies.push_back(std::move(s));
     }
     nodes.push_back(std::move(node));
@@ -1388,6 +1491,22 @@ FailureOr<Plan> PlanBuilder::run() {
   }
   totals.stepTime = totals.computeTime + totals.communicationTime;
 
+  // A result that updates an argument in another layout cannot replace it
+  // on the next step without a collective (tp-runner refuses the model).
+  for (unsigned r = 0; r < func.getNumResults(); ++r) {
+    auto index = func.getResultAttrOfType<IntegerAttr>(
+        r, TPDialect::getUpdatesAttrName());
+    if (!index || index.getInt() < 0 ||
+        index.getInt() >= int64_t(plan.argLayouts.size()))
+      continue;
+    LayoutAttr argLayout = plan.argLayouts[index.getInt()];
+    if (plan.resultLayouts[r] && argLayout && plan.resultLayouts[r] != argLayout)
+      plan.remarks.push_back(llvm::formatv(
+          "result #{0} updates argument #{1} but is produced in another "
+          "layout than the argument's",
+          r, index.getInt()));
+  }
+
   // Peak activation bytes per device along program order: a value lives
   // from its definition to its last use; reshapes alias their operand.
   {
@@ -1612,6 +1731,10 @@ llvm::json::Object mlir::tp::getPlanReport(const Plan &plan,
   for (const std::string &r : plan.remarks)
     remarks.push_back(r);
   report["remarks"] = std::move(remarks);
+  // A training step: bytes per device of weights, gradients, optimizer
+  // states and activations (TrainingMemory.h).
+  if (std::optional<TrainingMemory> training = analyzeTrainingMemory(plan))
+    report["training"] = getTrainingReport(*training);
   report["solver"] = Object{{"exact", plan.exact},
                             {"nodes", plan.numNodes},
                             {"strategies", plan.numStrategies},

@@ -1,7 +1,8 @@
 //===- tp-run.cpp - shard, compile and run a model on N ranks ---*- C++ -*-===//
 //
 //   tp-run model.mlir | --preset P [tp-gen options]
-//          --tp N [--dp D] [--backend cpu] [--check] [--steps K]
+//          --tp N [--dp D] [--backend cpu|cuda|cuda-shared] [--check]
+//          [--steps K] [--compile-only] [--chip sm_NN]
 //          [--timeout S] [--checkpoint FILE.safetensors]
 //          [--work-dir DIR] [shard options]
 //
@@ -13,14 +14,22 @@
 //    TP_RUN_MPIRUN overrides the launcher). A run still going after
 //    --timeout seconds is stopped: mpirun gets SIGTERM and stops every rank.
 // 4. With --check, compiles and runs the unsharded program (tp=1) the same
-//    way and compares every output.
+//    way and compares every output; for a training step (results with
+//    tp.updates; --train generates one, Train.h) --steps K are K training
+//    steps and the two loss curves are compared step by step instead.
 // 5. Prints the plan summary, the runner's report and the comparison.
+//
+// --backend cuda|cuda-shared lowers with --tp-lower-gpu instead, links
+// model.so with libtprt_cuda, and starts the ranks on a GPU backend (Gpu.h,
+// docs/gpu.md); --check's reference is then the CPU tp=1 program.
 //
 // The compile step links MLIR; running needs only tp-runner and libtprt.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Gpu.h"
 #include "Preflight.h"
+#include "Train.h"
 
 #include "tp/Conversion/Passes.h"
 #include "tp/Conversion/RuntimeSymbols.h"
@@ -80,9 +89,15 @@ static cl::opt<int> dp("dp",
                                 "every input split over \"dp\" on its first "
                                 "dimension (default 1: a 1-D tp mesh)"),
                        cl::init(1), cl::cat(category));
-static cl::opt<std::string> backend("backend",
-                                    cl::desc("Execution backend: cpu"),
-                                    cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> backend(
+    "backend",
+    cl::desc("Execution backend: cpu (ranks are processes), cuda (one GPU "
+             "per rank, NCCL), cuda-shared (ranks share one GPU; "
+             "docs/gpu.md)"),
+    cl::init("cpu"), cl::cat(category));
+/// --backend, parsed (Gpu.h), and the folder of the GPU runtime libraries.
+static tprun::Target target = tprun::Target::Cpu;
+static std::string gpuLibraryDir;
 static cl::opt<bool> check("check",
                            cl::desc("Also run the unsharded program (tp=1) "
                                     "and compare every output"),
@@ -261,7 +276,7 @@ std::pair<llvm::json::Object, std::string> describe(ModuleOp module,
                                        {"high", high}};
       }
     }
-    buffers.push_back(llvm::json::Object{
+    llvm::json::Object buffer{
         {"role", role.str()},
         {"index", int64_t(index)},
         {"name", name.str()},
@@ -269,7 +284,10 @@ std::pair<llvm::json::Object, std::string> describe(ModuleOp module,
         {"global_shape", shapeJson(globalShape)},
         {"local_shape", shapeJson(tensor.getShape())},
         {"layout", layoutJson(layout, tensor.getRank())},
-        {"init", std::move(initValue)}});
+        {"init", std::move(initValue)}};
+    if (role == "output")
+      tprun::addUpdatesField(buffer, attrs); // training steps (Train.h)
+    buffers.push_back(std::move(buffer));
     // The memref descriptor of the lowered entry: allocated and aligned
     // pointers, offset, sizes, strides.
     std::string b = llvm::formatv("b[{0}]", bufferIndex++).str();
@@ -474,7 +492,7 @@ int runProgram(StringRef program, ArrayRef<std::string> args,
 /// Shards, lowers and builds one program into `dir`; returns model.json.
 llvm::json::Object compile(MLIRContext &context, StringRef source,
                            StringRef sourceName, int devices, StringRef dir,
-                           StringRef clang, int64_t high) {
+                           StringRef clang, int64_t high, bool gpu = false) {
   llvm::SourceMgr sourceMgr;
   // Diagnostics name the model file.
   sourceMgr.AddNewSourceBuffer(
@@ -538,7 +556,11 @@ llvm::json::Object compile(MLIRContext &context, StringRef source,
   }
 
   auto lower = PassManager::on<ModuleOp>(&context);
-  tp::buildLowerCPUPipeline(lower);
+  std::string gpuError;
+  if (!gpu)
+    tp::buildLowerCPUPipeline(lower);
+  else if (!tprun::buildGpuLowering(lower, gpuError)) // Gpu.h
+    die(gpuError, 2);
   if (failed(lower.run(*module)))
     die(llvm::formatv("lowering for tp={0} failed", devices));
   llvm::LLVMContext llvmContext;
@@ -559,16 +581,22 @@ llvm::json::Object compile(MLIRContext &context, StringRef source,
   writeFile((dir + "/model.json").str(), json);
 
   std::string log = (dir + "/clang.log").str();
-  int rc = runProgram(clang,
-                      {"-O2", "-shared", "-fPIC", "-Wno-override-module",
-                       (dir + "/model.ll").str(), (dir + "/glue.c").str(),
-                       "-o", (dir + "/model.so").str(), "-lm",
-                       // memrefCopy and friends, for strided copies.
-                       TP_MLIR_C_RUNNER_UTILS,
-                       "-Wl,-rpath," +
-                           llvm::sys::path::parent_path(TP_MLIR_C_RUNNER_UTILS)
-                               .str()},
-                      std::nullopt, log);
+  std::vector<std::string> linkArgs = {
+      "-O2", "-shared", "-fPIC", "-Wno-override-module",
+      (dir + "/model.ll").str(), (dir + "/glue.c").str(), "-o",
+      (dir + "/model.so").str()};
+  if (gpu) // libtprt_cuda and libtprt, no LLVM (Gpu.h)
+    llvm::append_range(linkArgs, tprun::gpuLinkArgs(gpuLibraryDir));
+  else
+    llvm::append_range(
+        linkArgs,
+        std::vector<std::string>{
+            "-lm",
+            // memrefCopy and friends, for strided copies.
+            TP_MLIR_C_RUNNER_UTILS,
+            "-Wl,-rpath," +
+                llvm::sys::path::parent_path(TP_MLIR_C_RUNNER_UTILS).str()});
+  int rc = runProgram(clang, linkArgs, std::nullopt, log);
   if (rc != 0) {
     auto text = llvm::MemoryBuffer::getFile(log);
     die("clang failed building model.so" +
@@ -645,7 +673,8 @@ std::vector<Output> readOutputs(StringRef path) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions({&category, &tprun::preflightCategory()});
+  cl::HideUnrelatedOptions({&category, &tprun::preflightCategory(),
+                            &tprun::trainCategory(), &tprun::gpuCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tp-run: shard a model for N devices, compile it and run it on N "
@@ -672,15 +701,26 @@ int main(int argc, char **argv) {
     die(llvm::formatv("--steps {0} must be at least 1", int(steps)));
   if (timeoutSeconds < 0)
     die(llvm::formatv("--timeout {0} must not be negative", int(timeoutSeconds)));
-  if (backend != "cpu")
-    die("--backend " + backend +
-        " is not available in this build (cpu runs ranks as processes)");
+  if (!tprun::parseTarget(backend, target))
+    die("--backend " + backend + " is not a backend (cpu, cuda, cuda-shared)");
+  if (tprun::isGpu(target)) {
+    std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
+    std::string error;
+    gpuLibraryDir = tprun::gpuLibraryDir(llvm::sys::path::parent_path(self),
+                                         error);
+    if (gpuLibraryDir.empty())
+      die("--backend " + backend + ": " + error);
+  }
   if (inputFile.empty() == preset.empty())
     die("give either a model file or --preset");
 
   // Before anything is compiled: a missing launcher or checkpoint fails at
   // once (tp-runner checks the checkpoint's contents).
-  std::string launcher = devices > 1 && !autoTP ? findMpirun() : "";
+  std::string launcher =
+      devices > 1 && !autoTP && !tprun::compileOnly() &&
+              target != tprun::Target::Cuda
+          ? findMpirun()
+          : "";
   std::string checkpoint;
   if (!checkpointFile.empty()) {
     SmallString<256> path(checkpointFile);
@@ -711,6 +751,7 @@ int main(int argc, char **argv) {
     std::vector<std::string> args = {"--preset", preset, "-o", genOut};
     for (const std::string &o : genOptions)
       args.push_back(o);
+    tprun::addTrainGenOptions(args);
     if (runProgram(findTool("tp-gen", binDir), args) != 0)
       die("tp-gen failed");
     inputFile = genOut;
@@ -743,6 +784,7 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);
+  tprun::registerGpu(registry); // tp-lower-gpu's output (Gpu.h)
   tp::registerTPDialects(registry);
   tp::registerTPPasses();
   MLIRContext context(registry);
@@ -750,6 +792,9 @@ int main(int argc, char **argv) {
 
   // --preflight and --tp auto (Preflight.cpp) stop here.
   if (autoTP || tprun::preflightRequested()) {
+    if (tprun::isGpu(target) || tprun::compileOnly())
+      die("--preflight and --tp auto run on the cpu backend, without "
+          "--compile-only");
     if (dp > 1)
       die("--preflight and --tp auto plan a 1-D tp mesh; drop --dp");
     return tprun::runPreflight(
@@ -766,7 +811,19 @@ int main(int argc, char **argv) {
   // 2. Compile for N (and 1).
   std::string dirN = (work + "/tp" + Twine(int(devices))).str();
   llvm::sys::fs::create_directories(dirN);
-  llvm::json::Object model = compile(context, source, inputFile, devices, dirN, clang, high);
+  llvm::json::Object model = compile(context, source, inputFile, devices, dirN,
+                                     clang, high, tprun::isGpu(target));
+  // A training step (docs/training.md): the runner feeds the updated
+  // results back and writes the loss curve.
+  bool training = tprun::isTrainingStep(model);
+  if (tprun::trainRequested() && !training)
+    die("--train: the model is not a training step (no result carries "
+        "tp.updates; generate it with tp-gen --train)");
+  if (training && dp > 1)
+    die(llvm::formatv("--dp {0}: a training step's gradients are not "
+                      "reduced over \"dp\" (docs/training.md); run it "
+                      "with --tp only",
+                      int(dp)));
   std::string dir1 = (work + "/tp1").str();
   if (check) {
     llvm::sys::fs::create_directories(dir1);
@@ -784,6 +841,11 @@ int main(int argc, char **argv) {
         c->getInteger("all_gather").value_or(0),
         c->getInteger("reduce_scatter").value_or(0),
         c->getInteger("all_to_all").value_or(0));
+  if (tprun::compileOnly()) {
+    llvm::outs() << "compiled: " << dirN << " (" << backend << ")"
+                 << (check ? ", reference " + dir1 + " (cpu)" : "") << "\n";
+    return 0;
+  }
 
   // 3. Run on N ranks.
   std::string outN = dirN + "/outputs.bin";
@@ -793,10 +855,28 @@ int main(int argc, char **argv) {
     runnerArgs.push_back("--checkpoint");
     runnerArgs.push_back(checkpoint);
   }
+  if (training) {
+    runnerArgs.push_back("--loss-file");
+    runnerArgs.push_back(tprun::lossFilePath(dirN));
+  }
   std::string runName = llvm::formatv("the run on {0} rank{1}", int(devices),
                                       devices == 1 ? "" : "s");
   int rc;
-  if (devices == 1) {
+  if (tprun::isGpu(target)) { // tp-runner --nproc, or mpirun (Gpu.h)
+    tprun::GpuLaunch gpuRun;
+    std::string error;
+    if (!tprun::gpuLaunch(target, devices, runner, runnerArgs, launcher,
+                          timeoutSeconds, gpuRun, error))
+      die(error);
+    std::vector<std::string> envStrings;
+    for (char **e = environ; *e; ++e)
+      envStrings.push_back(*e);
+    envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
+    envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
+    SmallVector<StringRef> env(envStrings.begin(), envStrings.end());
+    rc = runProgram(gpuRun.program, gpuRun.args, ArrayRef<StringRef>(env), "",
+                    runName);
+  } else if (devices == 1) {
     std::vector<std::string> args = runnerArgs;
     args.push_back("--backend");
     args.push_back("single");
@@ -816,6 +896,8 @@ int main(int argc, char **argv) {
   }
   if (rc != 0)
     die(llvm::formatv("{0} failed (exit code {1})", runName, rc));
+  if (training && !check)
+    tprun::summarizeLossCurve(tprun::lossFilePath(dirN));
 
   // 4. Compare with the unsharded run.
   if (check) {
@@ -826,8 +908,17 @@ int main(int argc, char **argv) {
       args.push_back("--checkpoint");
       args.push_back(checkpoint);
     }
+    if (training) {
+      // The same number of steps, and the loss curves compared.
+      args.insert(args.end(), {"--steps", std::to_string(steps), "--loss-file",
+                               tprun::lossFilePath(dir1)});
+    }
     if (runProgram(runner, args, std::nullopt, "", "the unsharded run") != 0)
       die("the unsharded run failed");
+    if (training)
+      return tprun::compareLossCurves(tprun::lossFilePath(dirN),
+                                      tprun::lossFilePath(dir1), devices,
+                                      tolerance);
     std::vector<Output> a = readOutputs(outN), b = readOutputs(out1);
     if (a.size() != b.size())
       die("the sharded and unsharded runs have different outputs");

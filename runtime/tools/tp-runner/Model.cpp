@@ -2,6 +2,8 @@
 
 #include "Model.h"
 
+#include "Train.h"
+
 #include "Json.h"
 
 #include <fstream>
@@ -401,6 +403,14 @@ Buffer parseBuffer(const Model &model, const JsonValue &value,
     buffer.init = parseInit(*init, path + "init.");
     buffer.hasInit = true;
   }
+  // A training step's updated state (checked against the arguments by
+  // checkUpdates, Train.cpp).
+  if (value.get("updates")) {
+    if (buffer.role != Role::Output)
+      error("field \"" + path + "updates\" is set on the " + role +
+            "; only outputs update arguments");
+    buffer.updates = getInt(value, path, "updates", 0);
+  }
   return buffer;
 }
 
@@ -493,5 +503,6 @@ Model tprun::loadModel(const std::string &path) {
             "\" is not a collective (all_reduce, all_gather, reduce_scatter, "
             "all_to_all)");
   }
+  checkUpdates(model);
   return model;
 }

@@ -64,6 +64,9 @@ struct Buffer {
   std::vector<int> partialAxes;
   bool hasInit = false; // inputs and params
   Init init;
+  /// Outputs of a training step: the argument this output replaces on the
+  /// next step (optional "updates"; -1: none). See Train.h.
+  int64_t updates = -1;
 
   int64_t localElements() const;
   int64_t globalElements() const;

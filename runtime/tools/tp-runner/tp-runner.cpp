@@ -1,6 +1,7 @@
 //===- tp-runner.cpp - Runs a compiled model on libtprt -------------------===//
 //
-// tp-runner MODEL_DIR [--backend mpi|single] [--output FILE] [--warmup N]
+// tp-runner MODEL_DIR [--backend mpi|single|nccl|cuda-shared] [--nproc N]
+//                     [--timeout S] [--output FILE] [--warmup N]
 //                     [--steps N] [--print] [--checkpoint FILE]
 //                     [--require-all]
 //
@@ -10,9 +11,12 @@
 //   1. creates the context (default backend: mpi under Open MPI's mpirun,
 //      single otherwise), checks that every rank runs the same plan (a hash
 //      of model.json and model.so's size, gathered over the world) and that
-//      there are as many ranks as the mesh has devices;
-//   2. loads model.so, binds the runtime to the mesh (tprt_model_bind);
-//   3. allocates every buffer with its local shape and fills inputs and
+//      there are as many ranks as the mesh has devices, and that every tp
+//      group (the last mesh axis) lies inside one node (Device.h);
+//   2. loads model.so (only now: a GPU model loads its kernels when it is
+//      loaded, on the context's device), binds the runtime to the mesh (tprt_model_bind);
+//   3. allocates every buffer with its local shape (device memory on the
+//      GPU backends, filled on the host and copied in) and fills inputs and
 //      params with this device's block of the global value (from the
 //      --checkpoint file when it holds the buffer's name, else from
 //      `init`), zero padding past the global shape; outputs start as zeros;
@@ -29,6 +33,8 @@
 // when the ranks run different plans or the checkpoint does not fit; 2 for
 // a bad command line, model.json or TP_RUNNER_FAULT.
 //
+// --nproc N starts N local ranks itself, torchrun-style (Launch.h).
+//
 // Fault injection, for tests only: TP_RUNNER_FAULT=crash:R makes rank R
 // abort() right before the first call of the entry, hang:R makes it sleep
 // until it is killed (docs/model-abi.md).
@@ -38,8 +44,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
+#include "Device.h"
 #include "Init.h"
+#include "Launch.h"
 #include "Model.h"
+#include "Train.h"
 
 #include "tprt/tprt.h"
 #include "tprt/tprt_model.h"
@@ -53,6 +62,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
@@ -61,6 +71,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,9 +80,11 @@ using namespace tprun;
 namespace {
 
 const char *const kUsage =
-    "usage: tp-runner MODEL_DIR [--backend mpi|single] [--output FILE]\n"
+    "usage: tp-runner MODEL_DIR [--backend mpi|single|nccl|cuda-shared]\n"
+    "                 [--output FILE] [--nproc N [--timeout S]]\n"
     "                 [--warmup N] [--steps N] [--print]\n"
     "                 [--checkpoint FILE.safetensors [--require-all]]\n"
+    "                 [--loss-file FILE]\n"
     "\n"
     "Runs the compiled model in MODEL_DIR (model.json, model.so; see\n"
     "docs/model-abi.md) on libtprt, one process per mesh device.\n"
@@ -87,6 +100,22 @@ const char *const kUsage =
     "                  others from their init\n"
     "  --require-all   with --checkpoint: every input and param must be in\n"
     "                  FILE\n"
+    "  --loss-file FILE  a training step (outputs with \"updates\"): rank 0\n"
+    "                  writes each step's loss to FILE, one line a step\n"
+    "\n"
+    "A model whose outputs update its arguments is a training step: each of\n"
+    "the --warmup and --steps calls is one step, fed the previous step's\n"
+    "updated outputs, and rank 0 prints `step N loss X` after each.\n"
+    "\n"
+    "  --nproc N       start N local ranks of this command (torchrun-style\n"
+    "                  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,\n"
+    "                  MASTER_PORT; default backend nccl for N > 1), wait\n"
+    "                  for them, stop them all when one fails\n"
+    "  --timeout S     with --nproc: stop the ranks after S seconds (exit\n"
+    "                  124)\n"
+    "\n"
+    "On a GPU backend (nccl, cuda, cuda-shared) the buffers are device\n"
+    "memory: filled on the host, copied in, outputs copied back (docs/gpu.md).\n"
     "\n"
     "TP_RUNNER_FAULT=crash:R or hang:R (tests only): rank R aborts, or\n"
     "sleeps until killed, right before the first call of the entry.\n";
@@ -100,6 +129,12 @@ struct Options {
   bool print = false;
   std::string checkpoint;
   bool requireAll = false;
+  /// --nproc N: the launcher of N local ranks (Launch.h); rankArgs is the
+  /// command line each rank gets (without --nproc and --timeout).
+  long nproc = 0;
+  long timeout = 0;
+  std::vector<std::string> rankArgs;
+  std::string lossFile; // training steps (Train.h)
 };
 
 /// TP_RUNNER_FAULT: a fault injected into one rank, for tests.
@@ -129,6 +164,7 @@ long parseCount(const std::string &flag, const std::string &text,
 Options parseOptions(int argc, char **argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
+    int first = i; // for rankArgs
     std::string arg = argv[i];
     std::string value;
     bool hasValue = false;
@@ -172,6 +208,16 @@ Options parseOptions(int argc, char **argv) {
       if (hasValue)
         usageError("--require-all takes no value");
       options.requireAll = true;
+    } else if (arg == "--loss-file") {
+      options.lossFile = takeValue();
+      if (options.lossFile.empty())
+        usageError("--loss-file expects a file name");
+    } else if (arg == "--nproc") {
+      options.nproc = parseCount(arg, takeValue(), 1);
+      continue;
+    } else if (arg == "--timeout") {
+      options.timeout = parseCount(arg, takeValue(), 1);
+      continue;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       usageError("unknown option " + arg);
     } else if (options.dir.empty()) {
@@ -179,9 +225,13 @@ Options parseOptions(int argc, char **argv) {
     } else {
       usageError("more than one model directory: " + options.dir + ", " + arg);
     }
+    for (int k = first; k <= i; ++k)
+      options.rankArgs.push_back(argv[k]);
   }
   if (options.dir.empty())
     usageError("no model directory");
+  if (options.timeout && !options.nproc)
+    usageError("--timeout needs --nproc");
   if (options.requireAll && options.checkpoint.empty())
     usageError("--require-all needs --checkpoint");
   return options;
@@ -241,7 +291,8 @@ std::string hexText(uint64_t value) {
 
 /// Before the context exists: is this process the first rank (or alone)?
 bool firstRankByEnvironment() {
-  for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK"}) {
     const char *value = std::getenv(name);
     if (value && *value)
       return std::strcmp(value, "0") == 0;
@@ -285,6 +336,8 @@ private:
   int size = 1;
   std::vector<int64_t> coords;
   std::map<std::vector<int>, tprt_group *> groups;
+  /// Host or device memory (set right after tprt_init; Device.h).
+  std::unique_ptr<DeviceMemory> memory;
 
   std::string prefix() const {
     return size > 1 ? "tp-runner: rank " + std::to_string(rank) + ": "
@@ -301,14 +354,38 @@ private:
     std::exit(1);
   }
 
+  /// Collectives on host arrays, staged through device memory on GPU
+  /// backends (Device.h); fatal on failure like check().
+  void hostAllReduce(tprt_group *group, tprt_dtype dtype, tprt_reduction op,
+                     const void *in, void *out, int rank,
+                     const int64_t *shape, size_t bytes) {
+    const char *call = "tprt_all_reduce";
+    tprt_status status =
+        memory ? memory->allReduce(group, dtype, op, in, out, rank, shape,
+                                   bytes, call)
+               : tprt_all_reduce(ctx, group, dtype, op, in, out, rank, shape,
+                                 nullptr);
+    check(status, call);
+  }
+  void hostAllGather(tprt_group *group, tprt_dtype dtype, const void *in,
+                     void *out, int rank, const int64_t *shape, int dim,
+                     size_t inBytes, size_t outBytes) {
+    const char *call = "tprt_all_gather";
+    tprt_status status =
+        memory ? memory->allGather(group, dtype, in, out, rank, shape, dim,
+                                   inBytes, outBytes, call)
+               : tprt_all_gather(ctx, group, dtype, in, out, rank, shape, dim,
+                                 nullptr);
+    check(status, call);
+  }
+
   /// True on every rank iff `ok` on every rank (a max all_reduce of the
   /// failure flag over the world, made before any counted step).
   bool agree(bool ok) {
     int32_t failed = ok ? 0 : 1, any = 0;
     int64_t one = 1;
-    check(tprt_all_reduce(ctx, world, TPRT_I32, TPRT_MAX, &failed, &any, 1,
-                          &one, nullptr),
-          "tprt_all_reduce");
+    hostAllReduce(world, TPRT_I32, TPRT_MAX, &failed, &any, 1, &one,
+                  sizeof(failed));
     return any == 0;
   }
 
@@ -321,9 +398,8 @@ private:
     int64_t failed = messages.empty() ? 0 : 1;
     std::vector<int64_t> all(size_t(size), 0);
     int64_t one = 1;
-    check(tprt_all_gather(ctx, world, TPRT_I64, &failed, all.data(), 1, &one,
-                          0, nullptr),
-          "tprt_all_gather");
+    hostAllGather(world, TPRT_I64, &failed, all.data(), 1, &one, 0,
+                  sizeof(failed), all.size() * sizeof(int64_t));
     bool anyFailed = false;
     for (int64_t flag : all)
       anyFailed |= flag != 0;
@@ -342,9 +418,8 @@ private:
   bool samePlan() {
     std::vector<int64_t> plans(size_t(size), 0);
     int64_t mine = int64_t(plan), one = 1;
-    check(tprt_all_gather(ctx, world, TPRT_I64, &mine, plans.data(), 1, &one,
-                          0, nullptr),
-          "tprt_all_gather");
+    hostAllGather(world, TPRT_I64, &mine, plans.data(), 1, &one, 0,
+                  sizeof(mine), plans.size() * sizeof(int64_t));
     for (int r = 1; r < size; ++r) {
       if (plans[size_t(r)] == plans[0])
         continue;
@@ -423,6 +498,15 @@ std::vector<char> Runner::assemble(const Buffer &buffer, const void *local) {
   std::vector<int64_t> shape = buffer.localShape;
   int64_t count = buffer.localElements();
 
+  // On device memory: the local block's host copy (Device.h).
+  std::vector<char> hostCopy;
+  if (memory && memory->onDevice() && count > 0) {
+    hostCopy.resize(size_t(count) * elementSize);
+    check(memory->download(hostCopy.data(), local, hostCopy.size()),
+          "tprt_memcpy");
+    local = hostCopy.data();
+  }
+
   std::vector<char> current(size_t(count) * commSize);
   if (widen) {
     for (int64_t i = 0; i < count; ++i) {
@@ -436,10 +520,9 @@ std::vector<char> Runner::assemble(const Buffer &buffer, const void *local) {
 
   if (buffer.partial && !buffer.partialAxes.empty() && count > 0) {
     std::copy(shape.begin(), shape.end(), shapeArray);
-    check(tprt_all_reduce(ctx, groupFor(buffer.partialAxes), dtype,
-                          buffer.partialKind, current.data(), current.data(),
-                          int(shape.size()), shapeArray, nullptr),
-          "tprt_all_reduce");
+    hostAllReduce(groupFor(buffer.partialAxes), dtype, buffer.partialKind,
+                  current.data(), current.data(), int(shape.size()),
+                  shapeArray, current.size());
   }
 
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -452,9 +535,9 @@ std::vector<char> Runner::assemble(const Buffer &buffer, const void *local) {
     std::vector<int64_t> gathered = shape;
     gathered[d] *= members;
     std::vector<char> next(size_t(count * members) * commSize);
-    check(tprt_all_gather(ctx, group, dtype, current.data(), next.data(),
-                          int(shape.size()), shapeArray, int(d), nullptr),
-          "tprt_all_gather");
+    hostAllGather(group, dtype, current.data(), next.data(),
+                  int(shape.size()), shapeArray, int(d), current.size(),
+                  next.size());
     int64_t n = buffer.globalShape[d];
     if (gathered[d] > n) {
       // Drop the padding: keep the first n of every run along dimension d.
@@ -546,13 +629,30 @@ int Runner::run() {
     if (fromEnv && *fromEnv)
       backend = fromEnv;
     else
-      backend = ompi && *ompi ? "mpi" : "single";
+      backend = ompi && *ompi ? "mpi" : launchDefaultBackend();
   }
   std::string initCall = "tprt_init(\"" + backend + "\")";
   check(tprt_init(backend.c_str(), &ctx), initCall.c_str());
   check(tprt_rank(ctx, &rank), "tprt_rank");
   check(tprt_size(ctx, &size), "tprt_size");
   check(tprt_group_world(ctx, &world), "tprt_group_world");
+  // A torchrun-style launch (--nproc, Launch.h) on a backend that ignores
+  // its variables would run WORLD_SIZE unrelated copies.
+  if (long launched = launchedWorldSize(); launched > 0 && launched != size) {
+    if (firstRankByEnvironment())
+      std::fprintf(stderr,
+                   "tp-runner: %ld ranks were launched (WORLD_SIZE) but the "
+                   "%s backend has %d rank%s: use a backend that reads the "
+                   "torchrun variables (nccl), or mpirun\n",
+                   launched, backend.c_str(), size, size == 1 ? "" : "s");
+    stop();
+  }
+  {
+    // Host or device buffers (Device.h).
+    DeviceFailure failure;
+    memory = std::make_unique<DeviceMemory>(ctx, failure);
+    check(failure.status, failure.call);
+  }
   if (!samePlan())
     stop();
   if (int64_t(size) != model.devices()) {
@@ -563,6 +663,19 @@ int Runner::run() {
                    model.devices(), model.devices() == 1 ? "" : "s", size,
                    size == 1 ? " was" : "s were");
     stop();
+  }
+  {
+    // Every tp group inside one node, before any work (Device.h).
+    TopologyProblem problem;
+    DeviceFailure failure;
+    if (!checkTopology(ctx, model, size, problem, failure))
+      check(failure.status, failure.call);
+    if (!problem.ranks.empty()) {
+      if (rank == 0)
+        std::fprintf(stderr, "tp-runner: %s\n",
+                     topologyMessage(problem).c_str());
+      stop();
+    }
   }
   coords.assign(model.axisSizes.size(), 0);
   for (size_t a = model.axisSizes.size(), rest = size_t(rank); a-- > 0;) {
@@ -605,6 +718,15 @@ int Runner::run() {
     if (!outputFile) {
       std::fprintf(stderr, "tp-runner: cannot open %s for writing: %s\n",
                    options.output.c_str(), std::strerror(errno));
+      outputOk = false;
+    }
+  }
+  // A training step: the loss file, opened by rank 0 (Train.h).
+  TrainingLoop training(model);
+  if (rank == 0 && !options.lossFile.empty()) {
+    std::string error;
+    if (!training.openLossFile(options.lossFile, error)) {
+      std::fprintf(stderr, "tp-runner: %s\n", error.c_str());
       outputOk = false;
     }
   }
@@ -664,24 +786,34 @@ int Runner::run() {
     size_t bytes = size_t(buffer.localElements()) * dtypeSize(buffer.dtype);
     void *data = nullptr;
     check(tprt_alloc(ctx, bytes, &data), "tprt_alloc");
+    // Device memory is filled on the host, then copied in (Device.h).
+    std::vector<char> staging(memory->onDevice() ? bytes : 0);
+    void *fill = memory->onDevice() ? staging.data() : data;
     if (buffer.role == Role::Output) {
       if (bytes)
-        std::memset(data, 0, bytes);
+        std::memset(fill, 0, bytes);
     } else {
       std::vector<int64_t> offsets;
       for (size_t d = 0; d < buffer.localShape.size(); ++d)
         offsets.push_back(groupIndex(buffer.dimAxes[d]) *
                           buffer.localShape[d]);
       if (sources[k])
-        copyLocal(buffer, offsets, checkpoint.data(*sources[k]), data);
+        copyLocal(buffer, offsets, checkpoint.data(*sources[k]), fill);
       else
-        fillLocal(buffer, offsets, data);
+        fillLocal(buffer, offsets, fill);
     }
+    if (memory->onDevice())
+      check(memory->upload(data, fill, bytes), "tprt_memcpy");
     pointers.push_back(data);
   }
 
   // 4. The steps.
+  int status = 0;
   auto call = [&](const char *phase, long step) {
+    // Training: the previous step's updated outputs are this step's
+    // arguments.
+    if (training.active() && training.steps() > 0)
+      training.advance(pointers);
     int status = entry(pointers.data());
     if (status != 0) {
       std::fprintf(stderr, "%s%s returned %d (%s call %ld)\n",
@@ -690,20 +822,46 @@ int Runner::run() {
       std::fflush(stderr);
       std::exit(1);
     }
+    if (!training.active())
+      return;
+    // The loss, assembled off the books of the timed steps.
+    tprt_stats lossBefore, lossAfter;
+    check(tprt_stats_get(ctx, &lossBefore), "tprt_stats_get");
+    auto start = std::chrono::steady_clock::now();
+    size_t at = training.lossBuffer();
+    std::vector<char> loss = assemble(model.buffers[at], pointers[at]);
+    double spent = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+    check(tprt_stats_get(ctx, &lossAfter), "tprt_stats_get");
+    training.record(rank, loss, std::strcmp(phase, "step") == 0, lossBefore,
+                    lossAfter, spent);
   };
   injectFault();
   for (long i = 0; i < options.warmup; ++i)
     call("warmup", i);
   tprt_stats before, after;
+  // On a GPU the steps are queued on the rank's stream: drain it before the
+  // timer starts and before it stops, so the times are the GPU's.
+  check(memory->synchronize(), "tprt_synchronize");
   check(tprt_barrier(ctx, world), "tprt_barrier");
   check(tprt_stats_get(ctx, &before), "tprt_stats_get");
   check(tprt_timer_start(ctx), "tprt_timer_start");
   for (long i = 0; i < options.steps; ++i)
     call("step", i);
+  check(memory->synchronize(), "tprt_synchronize");
   check(tprt_barrier(ctx, world), "tprt_barrier");
   double seconds = 0;
   check(tprt_timer_elapsed(ctx, &seconds), "tprt_timer_elapsed");
   check(tprt_stats_get(ctx, &after), "tprt_stats_get");
+  training.discount(after, seconds);
+  {
+    std::string error;
+    if (!training.finish(error)) {
+      std::fprintf(stderr, "tp-runner: %s\n", error.c_str());
+      status = 1;
+    }
+  }
 
   // 5. The outputs' global values.
   std::vector<std::vector<char>> outputs;
@@ -711,7 +869,6 @@ int Runner::run() {
     if (model.buffers[k].role == Role::Output)
       outputs.push_back(assemble(model.buffers[k], pointers[k]));
 
-  int status = 0;
   if (rank == 0) {
     // 6. The report.
     size_t inputs = 0, params = 0;
@@ -727,8 +884,11 @@ int Runner::run() {
                 outputs.size());
     std::printf("devices: %d (mesh %s), backend %s\n", size,
                 model.meshText().c_str(), backendName);
-    std::printf("steps: %ld (after %ld warmup)\n", options.steps,
-                options.warmup);
+    std::printf("steps: %ld (after %ld warmup)%s\n", options.steps,
+                options.warmup,
+                training.active() ? ", training: updated outputs feed the "
+                                    "next step"
+                                  : "");
     if (!options.checkpoint.empty())
       std::printf("checkpoint: %s: %zu of %zu inputs and params loaded, %zu "
                   "from init; %zu of its %zu tensors unused\n",
@@ -818,6 +978,9 @@ int main(int argc, char **argv) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
   Options options = parseOptions(argc, argv);
+  // A rank of --nproc: the launch fault of the tests (Launch.h).
+  if (int code = applyLaunchFault(); code >= 0)
+    return code;
   Fault fault;
   std::string faultError;
   if (!parseFault(fault, faultError)) {
@@ -835,6 +998,16 @@ int main(int argc, char **argv) {
                    error.what());
     return 2;
   }
+  if (!options.lossFile.empty() && !TrainingLoop(model).active()) {
+    if (firstRankByEnvironment())
+      std::fprintf(stderr, "tp-runner: error: --loss-file needs a training "
+                           "step (outputs with \"updates\"; %s has none)\n",
+                   jsonPath.c_str());
+    return 2;
+  }
+  // --nproc: this process only starts and watches the ranks (Launch.h).
+  if (options.nproc > 0)
+    return launchLocalRanks(options.rankArgs, options.nproc, options.timeout);
   Runner runner(options, model, planHash(options.dir), fault);
   return runner.run();
 }

@@ -1,0 +1,570 @@
+#!/usr/bin/env bash
+# The GPU check of issues 7 and 8 (docs/gpu.md), in two halves:
+#
+#   scripts/gpu-check.sh --prepare DIR [--build BUILD] [--tiny-only]
+#       On a CPU build machine (LLVM, the CUDA toolkit): copies the
+#       runtime-only tools and libraries into DIR, compiles the GPU models
+#       (tiny GPT-2 and Llama at tp = 1, 2, 4 in f32, tiny Llama in bf16 at
+#       tp = 1, 2; a Llama-2-7B decoder layer in bf16 at tp = 1 and 8; a
+#       bf16 GEMM) and the CPU reference outputs of the tiny models, and
+#       writes DIR/MANIFEST. --tiny-only: tiny GPT-2 at tp = 1, 2 only (the
+#       CI test). No LLVM is needed where DIR goes.
+#
+#   DIR/gpu-check.sh --run DIR [--out OUTDIR]
+#       On the GPU machine (no LLVM, no package access): finds the driver,
+#       cuBLAS and NCCL, then runs each stage under its own timeout and
+#       writes results.txt (and the stage logs, out/) to OUTDIR (default
+#       DIR): the conformance suite, the tiny models
+#       against the CPU references, the 7B layer, the GEMM rate and, when
+#       PyTorch is there, bench/torch_llama_layer.py. Exit status: 0 when
+#       every stage passed, 1 when one failed, 3 when there is no GPU (every
+#       stage then reports "no GPU").
+set -uo pipefail
+
+usage() {
+  sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+
+# --ranks N CMD... (internal): N ranks of CMD sharing the GPU, under mpirun
+# when it is there, else with torchrun-style variables set here.
+if [ "${1:-}" = "--ranks" ]; then
+  n=$2; shift 2
+  if command -v mpirun >/dev/null; then
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      exec mpirun --oversubscribe --mca btl self,vader --mca pml ob1 \
+        --mca mca_base_component_show_load_errors 0 -np "$n" "$@"
+  fi
+  pids=() rc=0 port=$((20000 + RANDOM % 20000))
+  for ((r = 0; r < n; r++)); do
+    RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n \
+      MASTER_ADDR=127.0.0.1 MASTER_PORT=$port TPRT_SHARED_GPU=1 "$@" &
+    pids+=($!)
+  done
+  trap 'kill "${pids[@]}" 2>/dev/null' TERM INT
+  for p in "${pids[@]}"; do wait "$p" || { [ $rc = 0 ] && rc=$?; }; done
+  exit $rc
+fi
+
+mode="" dir="" build="" tiny_only=0 outdir=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prepare|--run) mode=${1#--}; dir=${2:-}; shift 2 || usage ;;
+    --build) build=${2:-}; shift 2 || usage ;;
+    --tiny-only) tiny_only=1; shift ;;
+    --out) outdir=${2:-}; shift 2 || usage ;;
+    -h|--help) usage ;;
+    *) echo "gpu-check: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+[ -n "$mode" ] && [ -n "$dir" ] || usage
+
+# The bundle limit: what one device run may carry (docs/gpu.md).
+limit_mib=60
+
+# set_runpath FILE PATH: replaces FILE's run path (the build folder) in
+# place with PATH, NUL-padded; kept when PATH does not fit (the libraries are
+# then found by soname, already loaded, or through LD_LIBRARY_PATH).
+set_runpath() {
+  python3 - "$1" "$2" <<'EOF' || { echo "gpu-check: cannot set the run path of $1" >&2; return 1; }
+import re, subprocess, sys
+path, new = sys.argv[1], sys.argv[2].encode()
+dynamic = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
+found = re.search(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]", dynamic)
+if not found:
+    sys.exit(0)
+old = found.group(1).encode()
+if len(new) > len(old):
+    print("gpu-check: %s keeps its run path %s" % (path, old.decode()), file=sys.stderr)
+    sys.exit(0)
+data = bytearray(open(path, "rb").read())
+at = data.find(old + b"\0")
+if at < 0 or data.find(old + b"\0", at + 1) >= 0:
+    sys.exit("gpu-check: the run path %r of %s is not in the file once" % (old, path))
+data[at:at + len(old)] = new + b"\0" * (len(old) - len(new))
+open(path, "wb").write(data)
+EOF
+}
+
+prepare() {
+  local root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  build=${build:-${TP_BUILD_DIR:-$root/build}}
+  build=$(cd "$build" && pwd) || { echo "gpu-check: no build folder" >&2; exit 1; }
+  local bin=$build/bin lib=$build/lib
+  for f in "$bin/tp-run" "$bin/tp-runner" "$bin/tprt-conformance" \
+           "$lib/libtprt.so" "$lib/libtprt_cuda.so"; do
+    [ -e "$f" ] || { echo "gpu-check: $f is missing (build with the CUDA toolkit and NCCL: TP_ENABLE_CUDA)" >&2; exit 1; }
+  done
+  rm -rf "$dir" && mkdir -p "$dir"/{bin,lib,deps,models,ref,bench,work} || exit 1
+  dir=$(cd "$dir" && pwd)
+
+  # Runtime only: the runner, the conformance suite, the collective bench
+  # and the libraries (the real files; symlinks rebuilt).
+  cp "$bin/tp-runner" "$bin/tprt-conformance" "$dir/bin/"
+  [ -x "$bin/tprt-bench" ] && cp "$bin/tprt-bench" "$dir/bin/"
+  local real
+  for name in libtprt.so libtprt_cuda.so; do
+    real=$(readlink -f "$lib/$name")
+    cp "$real" "$dir/lib/"
+    local soname
+    soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    for link in "$name" "$soname"; do
+      [ -n "$link" ] && [ "$link" != "$(basename "$real")" ] &&
+        ln -sf "$(basename "$real")" "$dir/lib/$link"
+    done
+  done
+  # The tools find the bundle's lib/ by $ORIGIN/../lib (set_runpath).
+  local tool
+  for tool in "$dir"/bin/*; do
+    set_runpath "$tool" '$ORIGIN/../lib' || exit 1
+  done
+  # Nothing may need LLVM or MLIR.
+  for f in "$dir"/bin/* "$dir"/lib/*.so; do
+    if LD_LIBRARY_PATH="$dir/lib" ldd "$f" 2>/dev/null | grep -Ei 'libLLVM|libMLIR|mlir_' >/dev/null; then
+      echo "gpu-check: $f depends on LLVM/MLIR:" >&2
+      ldd "$f" | grep -Ei 'libLLVM|libMLIR|mlir_' >&2
+      exit 1
+    fi
+  done
+  # Open MPI's launcher, for the multi-rank cuda-shared stages on a GPU
+  # machine without MPI: orterun, its plugins and help texts in Debian's
+  # layout under mpi/ (relocated with OPAL_PREFIX by --run). Plugins that
+  # need a network fabric library (UCX, OFI, PSM, verbs) stay behind:
+  # shared memory is all one machine needs.
+  local ompi_plugins=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+  local orterun
+  orterun=$(readlink -f "$(command -v mpirun 2>/dev/null)" 2>/dev/null)
+  if [ -x "$orterun" ] && [ -d "$ompi_plugins" ]; then
+    local rel=lib/x86_64-linux-gnu/openmpi/lib/openmpi3 plugin
+    mkdir -p "$dir/mpi/bin" "$dir/mpi/$rel" "$dir/mpi/share"
+    cp "$orterun" "$dir/mpi/bin/orterun"
+    [ -x /usr/bin/orted ] && cp /usr/bin/orted "$dir/mpi/bin/"
+    ln -s orterun "$dir/mpi/bin/mpirun"
+    [ -d /usr/share/openmpi ] && cp -r /usr/share/openmpi "$dir/mpi/share/"
+    for plugin in "$ompi_plugins"/*.so; do
+      case $(ldd "$plugin" 2>/dev/null) in
+        *libuc[mpst]*|*libfabric*|*libpsm*|*libibverbs*|*librdmacm*|*libinfinipath*|*libefa*|*libnl-*) ;;
+        *) cp "$plugin" "$dir/mpi/$rel/" ;;
+      esac
+    done
+    # orterun's libraries and the plugins' helpers (libmca_common_*) join
+    # deps/ with the other dependencies below.
+    for f in "$dir/mpi/bin/orterun" "$dir/mpi/bin/orted" "$dir/mpi/$rel"/*.so; do
+      [ -f "$f" ] || continue
+      ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+    done | sort -u | while read -r base dep; do
+      case $base in
+        libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) continue ;;
+      esac
+      [ -e "$dir/deps/$base" ] || cp -L "$dep" "$dir/deps/$base"
+    done
+  fi
+
+  # Their dependencies that a GPU machine may lack (Open MPI and OpenBLAS
+  # of libtprt, ...), in deps/: everything ldd resolves outside the C/C++
+  # runtime and the CUDA libraries, which the target has in its own
+  # versions. --run uses only those the machine does not have (by soname).
+  # Files over 4 MiB travel gzipped and --run unpacks them.
+  local dep base
+  for f in "$dir"/bin/* "$dir"/lib/*.so; do
+    LD_LIBRARY_PATH="$dir/lib" ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+  done | sort -u | while read -r base dep; do
+    case $base in
+      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) continue ;;
+      libcuda.so*|libcudart.so*|libcublas*|libnccl.so*|libnvidia*|libnvJitLink*) continue ;;
+      libtprt*) continue ;;
+    esac
+    [ -e "$dir/deps/$base" ] || [ -e "$dir/deps/$base.gz" ] || cp -L "$dep" "$dir/deps/$base"
+  done
+  for f in "$dir"/deps/*; do
+    [ -f "$f" ] && [ ! -L "$f" ] && [ "$(stat -c %s "$f")" -gt $((4 * 1048576)) ] && gzip -9 "$f"
+  done
+  cp "${BASH_SOURCE[0]}" "$dir/gpu-check.sh"
+  [ -f "$root/bench/torch_llama_layer.py" ] && cp "$root/bench/torch_llama_layer.py" "$dir/bench/"
+
+  local tprun=$bin/tp-run log=$dir/work/prepare.log
+  : > "$log"
+  # compile NAME TP BACKEND GEN-ARGS...: a GPU model into models/NAME/tpN.
+  compile_gpu() {
+    local name=$1 tp=$2 backend=$3; shift 3
+    local work=$dir/work/$name
+    echo "gpu-check: compiling $name tp=$tp for $backend" | tee -a "$log"
+    "$tprun" "$@" --backend "$backend" --tp "$tp" --compile-only \
+      --work-dir "$work" >>"$log" 2>&1 || {
+      echo "gpu-check: compiling $name tp=$tp failed:" >&2; tail -20 "$log" >&2; exit 1; }
+    mkdir -p "$dir/models/$name/tp$tp"
+    cp "$work/tp$tp/model.json" "$work/tp$tp/model.so" "$dir/models/$name/tp$tp/"
+    set_runpath "$dir/models/$name/tp$tp/model.so" '$ORIGIN/../../../lib' || exit 1
+  }
+  # reference NAME GEN-ARGS...: the CPU tp=1 outputs, ref/NAME.bin.
+  reference() {
+    local name=$1; shift
+    local work=$dir/work/$name-cpu
+    echo "gpu-check: CPU reference of $name" | tee -a "$log"
+    "$tprun" "$@" --backend cpu --tp 1 --work-dir "$work" >>"$log" 2>&1 || {
+      echo "gpu-check: the CPU reference of $name failed:" >&2; tail -20 "$log" >&2; exit 1; }
+    cp "$work/tp1/outputs.bin" "$dir/ref/$name.bin"
+  }
+
+  local gpt2=(--preset tiny --gen=--model=gpt2 --gen=--with-embedding)
+  local llama=(--preset tiny --gen=--model=llama --gen=--with-embedding)
+  local models=()
+  if [ "$tiny_only" = 1 ]; then
+    models=("gpt2-f32 1 2")
+  else
+    models=("gpt2-f32 1 2 4" "llama-f32 1 2 4" "llama-bf16 1 2")
+  fi
+  for entry in "${models[@]}"; do
+    set -- $entry
+    local name=$1; shift
+    local args
+    case $name in
+      gpt2-f32) args=("${gpt2[@]}") ;;
+      llama-f32) args=("${llama[@]}") ;;
+      llama-bf16) args=("${llama[@]}" --gen=--dtype=bf16) ;;
+    esac
+    for tp in "$@"; do
+      compile_gpu "$name" "$tp" cuda "${args[@]}"
+    done
+    reference "$name" "${args[@]}"
+  done
+
+  if [ "$tiny_only" = 0 ]; then
+    # Issue 8: one Llama-2-7B decoder layer, bf16, batch 1 x 4096 tokens.
+    local layer=(--preset llama2-7b --gen=--layers=1 --gen=--blocks-only
+                 --gen=--seq=4096 --gen=--batch=1 --gen=--dtype=bf16)
+    compile_gpu llama7b-layer 1 cuda "${layer[@]}"
+    compile_gpu llama7b-layer 8 cuda "${layer[@]}"
+    # The GEMM rate through the runtime: one bf16 8192^3 matmul.
+    cat > "$dir/work/gemm.mlir" <<'EOF'
+func.func @gemm(%a: tensor<8192x8192xbf16>,
+                %b: tensor<8192x8192xbf16> {tp.param, tp.init = {kind = "normal", seed = 5 : i64, std = 0.02 : f64}})
+    -> tensor<8192x8192xbf16> {
+  %zero = arith.constant 0.0 : bf16
+  %e = tensor.empty() : tensor<8192x8192xbf16>
+  %c = linalg.fill ins(%zero : bf16) outs(%e : tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16>
+  %r = linalg.matmul ins(%a, %b : tensor<8192x8192xbf16>, tensor<8192x8192xbf16>) outs(%c : tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16>
+  return %r : tensor<8192x8192xbf16>
+}
+EOF
+    compile_gpu gemm-bf16 1 cuda "$dir/work/gemm.mlir"
+  fi
+
+  rm -rf "$dir/work"
+  # The manifest: every file with its size and SHA-256, then the totals.
+  (cd "$dir" && {
+    echo "# tp-opt GPU bundle: scripts/gpu-check.sh --run DIR (docs/gpu.md)"
+    echo "# prepared $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n) from $build"
+    echo "# models: $(cd models && ls | tr '\n' ' ')"
+    find . -type f ! -name MANIFEST | LC_ALL=C sort | while read -r f; do
+      printf '%s %s %s\n' "$(sha256sum "$f" | cut -c1-16)" "$(stat -c %s "$f")" "${f#./}"
+    done
+  } > MANIFEST)
+  local bytes
+  bytes=$(du -sb "$dir" | cut -f1)
+  echo "bundle: $dir, $(find "$dir" -type f | wc -l) files, $bytes bytes ($(( (bytes + 1048575) / 1048576 )) MiB of at most $limit_mib)" | tee -a "$dir/MANIFEST"
+  if [ "$bytes" -gt $((limit_mib * 1048576)) ]; then
+    echo "gpu-check: the bundle is over $limit_mib MiB" >&2
+    exit 1
+  fi
+}
+
+#---------------------------------------------------------------------------
+# --run
+#---------------------------------------------------------------------------
+
+run() {
+  [ -d "$dir" ] || { echo "gpu-check: no folder $dir" >&2; exit 1; }
+  dir=$(cd "$dir" && pwd)
+  [ -f "$dir/MANIFEST" ] || { echo "gpu-check: $dir has no MANIFEST (make it with --prepare)" >&2; exit 1; }
+  # Unpack what --prepare gzipped.
+  local gz
+  for gz in "$dir"/deps/*.gz; do
+    [ -f "$gz" ] && { gunzip -c "$gz" > "${gz%.gz}" || { echo "gpu-check: cannot unpack $gz" >&2; exit 1; }; }
+  done
+  # --out: where results.txt and the stage logs (out/) go (default DIR).
+  outdir=${outdir:-$dir}
+  mkdir -p "$outdir" || exit 1
+  local results=$outdir/results.txt out=$outdir/out
+  rm -rf "$out" && mkdir -p "$out" || exit 1
+  : > "$results"
+  local start=$SECONDS budget=${GPU_CHECK_BUDGET:-450} failed=0 passed=0 gpu=1
+  say() { echo "$*" | tee -a "$results"; }
+  # stage NAME STATUS DETAIL
+  stage() {
+    say "stage $1: $2${3:+ ($3)}"
+    case $2 in PASS) passed=$((passed + 1)) ;; FAIL) failed=$((failed + 1)) ;; esac
+  }
+  left() { echo $((budget - (SECONDS - start))); }
+  # why LOG: the line of LOG that says what failed (not mpirun's banner).
+  why() {
+    local line
+    line=$(grep -m1 -E 'tp-runner:|tprt|rror|failed|FAIL' "$1" 2>/dev/null)
+    echo "${line:-$(grep -v -e '^$' -e '^---' "$1" 2>/dev/null | tail -1)}"
+  }
+
+  say "# gpu-check --run $dir, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)"
+  # Libraries: the bundle's, then the driver from ldconfig, then cuBLAS and
+  # NCCL from the system or PyTorch's nvidia/* packages.
+  # No mpirun here: the bundle's Open MPI (OPAL_PREFIX relocates it).
+  # (GPU_CHECK_BUNDLED_MPI=1 prefers it anyway, for tests.)
+  local bundled_mpi=0
+  if { ! command -v mpirun >/dev/null || [ "${GPU_CHECK_BUNDLED_MPI:-0}" = 1 ]; } &&
+     [ -x "$dir/mpi/bin/orterun" ]; then
+    bundled_mpi=1
+  fi
+  # The bundled dependencies this machine lacks (by soname), in deps-used/;
+  # with the bundle's Open MPI, its own libraries too (plugins and
+  # libraries must be one build).
+  local cache used=$dir/deps-used dep base missing=""
+  cache=$(ldconfig -p 2>/dev/null)
+  rm -rf "$used" && mkdir -p "$used"
+  for dep in "$dir"/deps/*; do
+    base=$(basename "$dep")
+    case $base in *.gz) continue ;; esac
+    case $bundled_mpi:$base in
+      1:libmpi.so*|1:libopen-*|1:libmca_common*|1:libpmix*|1:liboshmem*) ;;
+      *) [[ $cache == *$'\t'"$base "* ]] && continue ;;
+    esac
+    ln -s "$dep" "$used/$base"
+    missing="$missing $base"
+  done
+  local paths=$dir/lib:$used
+  local found
+  for want in libcuda.so.1 libcublas.so libcublasLt.so libnccl.so.2; do
+    found=$(ldconfig -p 2>/dev/null | awk -v w="$want" '$1 ~ "^"w {print $NF; exit}')
+    [ -n "$found" ] && paths=$paths:$(dirname "$found")
+  done
+  if command -v python3 >/dev/null; then
+    local site
+    site=$(python3 - <<'EOF' 2>/dev/null
+import glob, os, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages()]
+for root in roots:
+    for lib in sorted(glob.glob(os.path.join(root, "nvidia", "*", "lib"))):
+        print(lib)
+EOF
+)
+    for p in $site; do paths=$paths:$p; done
+  fi
+  # Python (the comparison, PyTorch) keeps the machine's own libraries.
+  orig_ld=${LD_LIBRARY_PATH:-}
+  export LD_LIBRARY_PATH=$paths${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  say "library path: $LD_LIBRARY_PATH"
+  say "bundled libraries used:${missing:- none (the machine has them all)}"
+  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    nvidia-smi 2>&1 | tee -a "$results"
+  else
+    gpu=0
+    say "no GPU: nvidia-smi is missing or lists no GPU"
+  fi
+  local drivers
+  drivers=$(find ${LD_LIBRARY_PATH//:/ } -maxdepth 1 -name 'libcuda.so.1' 2>/dev/null)
+  if [[ $cache != *libcuda.so.1* ]] && [ -z "$drivers" ]; then
+    gpu=0
+    say "no GPU: no NVIDIA driver (libcuda.so.1 not found)"
+  fi
+  # For tests: run the GPU stages anyway (they fail with the runtime's
+  # message).
+  if [ "${GPU_CHECK_ASSUME_GPU:-0}" = 1 ] && [ "$gpu" = 0 ]; then
+    gpu=1
+    say "GPU_CHECK_ASSUME_GPU=1: running the GPU stages anyway"
+  fi
+
+  local runner=$dir/bin/tp-runner
+  if [ "$bundled_mpi" = 1 ]; then
+    export OPAL_PREFIX=$dir/mpi PATH=$dir/mpi/bin:$PATH
+    say "mpirun: the bundle's ($dir/mpi)"
+  else
+    say "mpirun: $(command -v mpirun || echo none)"
+  fi
+  # timed SECONDS LOG CMD...: runs CMD with its output in LOG.
+  timed() {
+    local seconds=$1 log=$2; shift 2
+    local budget_left
+    budget_left=$(left)
+    [ "$budget_left" -lt "$seconds" ] && seconds=$budget_left
+    [ "$seconds" -lt 5 ] && { echo "out of time" > "$log"; return 124; }
+    timeout -k 5 "$seconds" "$@" > "$log" 2>&1
+  }
+  # gpu_stage NAME: false (and a "no GPU" line) without a GPU.
+  gpu_stage() {
+    [ "$gpu" = 1 ] && return 0
+    stage "$1" SKIP "no GPU"
+    return 1
+  }
+
+  # 0. The bundle loads here (its libraries and their dependencies): the
+  # conformance suite on the CPU backend, GPU or not.
+  if timed 60 "$out/conf-single.log" "$dir/bin/tprt-conformance" single; then
+    stage bundle-load PASS "$(tail -1 "$out/conf-single.log")"
+  else
+    stage bundle-load FAIL "$(why "$out/conf-single.log")"
+  fi
+
+  # The launcher of the multi-rank stages: the suite on 2 mpi ranks.
+  if timed 60 "$out/conf-mpi-2.log" "$self" --ranks 2 "$dir/bin/tprt-conformance" mpi; then
+    stage bundle-mpi PASS "$(grep checks "$out/conf-mpi-2.log" | tail -1)"
+  else
+    stage bundle-mpi FAIL "$(why "$out/conf-mpi-2.log")"
+  fi
+
+  # 1. The conformance suite: nccl on one rank, cuda-shared on 2 and 4.
+  if gpu_stage conformance-nccl-np1; then
+    if timed 60 "$out/conf-nccl-1.log" "$dir/bin/tprt-conformance" nccl; then
+      stage conformance-nccl-np1 PASS "$(tail -1 "$out/conf-nccl-1.log")"
+    else
+      stage conformance-nccl-np1 FAIL "$(why "$out/conf-nccl-1.log")"
+    fi
+  fi
+  for n in 2 4; do
+    if gpu_stage "conformance-cuda-shared-np$n"; then
+      if timed 90 "$out/conf-shared-$n.log" "$self" --ranks "$n" "$dir/bin/tprt-conformance" cuda-shared; then
+        stage "conformance-cuda-shared-np$n" PASS "$(grep 'checks' "$out/conf-shared-$n.log" | tail -1)"
+      else
+        stage "conformance-cuda-shared-np$n" FAIL "$(why "$out/conf-shared-$n.log")"
+      fi
+    fi
+  done
+
+  # 2. The tiny models against the CPU references.
+  local model tpdir tp name tol
+  for model in "$dir"/models/*; do
+    name=$(basename "$model")
+    case $name in gpt2-*|llama-f32|llama-bf16) ;; *) continue ;; esac
+    case $name in *bf16) tol=2e-2 ;; *) tol=1e-5 ;; esac
+    for tpdir in "$model"/tp*; do
+      tp=${tpdir##*/tp}
+      local label="$name-tp$tp" log=$out/$name-tp$tp.log bin=$out/$name-tp$tp.bin
+      gpu_stage "$label" || continue
+      if [ "$tp" = 1 ]; then
+        timed 60 "$log" "$runner" "$tpdir" --backend nccl --output "$bin"
+      else
+        timed 90 "$log" "$self" --ranks "$tp" "$runner" "$tpdir" --backend cuda-shared --output "$bin"
+      fi
+      local rc=$?
+      if [ $rc -ne 0 ]; then
+        stage "$label" FAIL "exit $rc: $(why "$log")"
+        continue
+      fi
+      local verdict
+      verdict=$(compare "$bin" "$dir/ref/$name.bin" "$tol" 2>&1)
+      case $verdict in ok*) stage "$label" PASS "$verdict; $(grep '^time per step' "$log")" ;;
+                       *) stage "$label" FAIL "$verdict" ;; esac
+    done
+  done
+
+  # 3. Performance (issue 8): times, never pass/fail on speed.
+  if [ -d "$dir/models/llama7b-layer" ]; then
+    if gpu_stage llama7b-layer-tp1; then
+      local log=$out/llama7b-tp1.log
+      if timed 120 "$log" "$runner" "$dir/models/llama7b-layer/tp1" --backend nccl --warmup 2 --steps 5; then
+        stage llama7b-layer-tp1 PASS "$(grep -E '^time per step|^throughput' "$log" | tr '\n' ' ')"
+      else
+        stage llama7b-layer-tp1 FAIL "$(why "$log")"
+      fi
+    fi
+    # The tp=8 program's ranks share the one GPU (cuda-shared, serialised
+    # by the driver's time slicing): per-rank compute is estimated as
+    # (time per step - communication per step) / 8 (docs/gpu.md).
+    if gpu_stage llama7b-layer-tp8-shared; then
+      local log=$out/llama7b-tp8.log
+      if timed 180 "$log" "$self" --ranks 8 "$runner" "$dir/models/llama7b-layer/tp8" --backend cuda-shared --warmup 1 --steps 3; then
+        stage llama7b-layer-tp8-shared PASS "$(grep -E '^time per step|^communication' "$log" | tr '\n' ' ')"
+      else
+        stage llama7b-layer-tp8-shared FAIL "$(why "$log")"
+      fi
+      # Per-rank compute of tp=8 against 1/8 of tp=1 (issue 8's efficiency).
+      local t1 t8 c8
+      t1=$(awk '/^time per step/ {print $4}' "$out/llama7b-tp1.log" 2>/dev/null)
+      t8=$(awk '/^time per step/ {print $4}' "$log" 2>/dev/null)
+      c8=$(awk '/^communication:/ {print $2}' "$log" 2>/dev/null)
+      if [ -n "$t1" ] && [ -n "$t8" ] && [ -n "$c8" ]; then
+        say "$(awk -v t1="$t1" -v t8="$t8" -v c8="$c8" 'BEGIN {
+          e = (t8 - c8) / 8
+          printf "llama7b-layer: tp=1 %.6g s; tp=8 on one GPU %.6g s per step, %.6g s communication; per-rank compute estimate %.6g s; efficiency (tp1/8) / estimate %.1f%%", t1, t8, c8, e, e > 0 ? 100 * t1 / 8 / e : 0 }')"
+      fi
+    fi
+  fi
+  if [ -d "$dir/models/gemm-bf16" ] && gpu_stage gemm-bf16; then
+    local log=$out/gemm.log
+    if timed 60 "$log" "$runner" "$dir/models/gemm-bf16/tp1" --backend nccl --warmup 3 --steps 20; then
+      local t
+      t=$(awk '/^time per step/ {print $4}' "$log")
+      stage gemm-bf16 PASS "8192^3 bf16: $t s per GEMM, $(awk -v t="$t" 'BEGIN {if (t > 0) printf "%.1f", 2 * 8192^3 / t / 1e12}') TFLOP/s"
+    else
+      stage gemm-bf16 FAIL "$(why "$log")"
+    fi
+  fi
+  if [ -f "$dir/bench/torch_llama_layer.py" ]; then
+    if ! command -v python3 >/dev/null || ! python3 -c "import torch" >/dev/null 2>&1; then
+      stage torch-llama-layer SKIP "no PyTorch"
+    elif gpu_stage torch-llama-layer; then
+      local log=$out/torch.log
+      if timed 150 "$log" env LD_LIBRARY_PATH="$orig_ld" python3 "$dir/bench/torch_llama_layer.py"; then
+        stage torch-llama-layer PASS "$(grep -E '^(eager|sdpa|gemm)' "$log" | tr '\n' ' ')"
+      else
+        stage torch-llama-layer FAIL "$(why "$log")"
+      fi
+    fi
+  fi
+
+  say "gpu-check: $passed passed, $failed failed, $((SECONDS - start)) s"
+  [ "$failed" -gt 0 ] && exit 1
+  [ "$gpu" = 0 ] && exit 3
+  exit 0
+}
+
+# compare OUT REF TOL: "ok: ..." or "FAIL: ..." (the records of docs/model-abi.md,
+# max abs error over the max |ref| per output).
+compare() {
+  command -v python3 >/dev/null || { echo "FAIL: no python3 to compare"; return; }
+  LD_LIBRARY_PATH="${orig_ld-${LD_LIBRARY_PATH:-}}" python3 - "$@" <<'EOF'
+import struct, sys, math
+def fail(message):
+    print(message)
+    sys.exit(0)
+def read(path):
+    data = open(path, "rb").read()
+    at, out = 0, []
+    sizes = {0: (4, "f"), 1: (2, "e"), 2: (2, None), 3: (8, "d"), 4: (4, "i"), 5: (8, "q"), 6: (1, "b"), 7: (1, "B")}
+    while at < len(data):
+        magic, dtype, rank = struct.unpack_from("<III", data, at); at += 12
+        if magic != 0x54504F55:
+            fail("FAIL: %s is not a tp-runner output file" % path)
+        shape = struct.unpack_from("<%dq" % rank, data, at); at += 8 * rank
+        n = 1
+        for s in shape: n *= s
+        size, code = sizes[dtype]
+        raw = data[at:at + n * size]; at += n * size
+        if dtype == 2:
+            values = [struct.unpack("<f", b"\0\0" + raw[i:i + 2])[0] for i in range(0, len(raw), 2)]
+        else:
+            values = list(struct.unpack("<%d%s" % (n, code), raw))
+        out.append((dtype, tuple(shape), values))
+    return out
+got, ref, tol = read(sys.argv[1]), read(sys.argv[2]), float(sys.argv[3])
+if len(got) != len(ref):
+    fail("FAIL: %d outputs, the reference has %d" % (len(got), len(ref)))
+worst = 0.0
+for i, (g, r) in enumerate(zip(got, ref)):
+    if g[1] != r[1]:
+        fail("FAIL: output %d has shape %s, the reference %s" % (i, g[1], r[1]))
+    err = max((abs(a - b) for a, b in zip(g[2], r[2])), default=0.0)
+    scale = max((abs(b) for b in r[2]), default=0.0)
+    rel = err / scale if scale > 0 else err
+    if not math.isfinite(rel) or rel > tol:
+        fail("FAIL: output %d: relative error %.3e > %.0e" % (i, rel, tol))
+    worst = max(worst, rel)
+print("ok: %d outputs, max relative error %.3e (limit %.0e)" % (len(got), worst, tol))
+EOF
+}
+
+case $mode in
+  prepare) prepare ;;
+  run) run ;;
+  *) usage ;;
+esac
