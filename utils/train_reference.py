@@ -16,6 +16,8 @@ norm-eps, rope-theta.
 
 import numpy as np
 
+from tp_init import layer_param_names
+
 
 def param_names(cfg):
     """The parameters of a --train function (embedding and loss), model
@@ -23,22 +25,11 @@ def param_names(cfg):
     if cfg["arch"] == "gpt2":
         names = ["wte.weight", "wpe.weight"]
         for l in range(cfg["layers"]):
-            p = "h.%d." % l
-            names += [p + n for n in [
-                "ln_1.weight", "ln_1.bias", "attn.c_attn.weight",
-                "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
-                "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
-                "mlp.c_proj.weight", "mlp.c_proj.bias"]]
+            names += layer_param_names("gpt2", l)
         return names + ["ln_f.weight", "ln_f.bias"]
     names = ["embed_tokens.weight"]
     for l in range(cfg["layers"]):
-        p = "layers.%d." % l
-        names += [p + n for n in [
-            "input_layernorm.weight", "self_attn.q_proj.weight",
-            "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-            "self_attn.o_proj.weight", "post_attention_layernorm.weight",
-            "mlp.gate_proj.weight", "mlp.up_proj.weight",
-            "mlp.down_proj.weight"]]
+        names += layer_param_names("llama", l)
     return names + ["norm.weight", "lm_head.weight"]
 
 

@@ -861,6 +861,14 @@ int main(int argc, char **argv) {
   }
   std::string runName = llvm::formatv("the run on {0} rank{1}", int(devices),
                                       devices == 1 ? "" : "s");
+  // The environment of mpirun (or tp-runner --nproc): ours, with Open MPI
+  // allowed to run as root.
+  std::vector<std::string> envStrings;
+  for (char **e = environ; *e; ++e)
+    envStrings.push_back(*e);
+  envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
+  envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
+  SmallVector<StringRef> env(envStrings.begin(), envStrings.end());
   int rc;
   if (tprun::isGpu(target)) { // tp-runner --nproc, or mpirun (Gpu.h)
     tprun::GpuLaunch gpuRun;
@@ -868,12 +876,6 @@ int main(int argc, char **argv) {
     if (!tprun::gpuLaunch(target, devices, runner, runnerArgs, launcher,
                           timeoutSeconds, gpuRun, error))
       die(error);
-    std::vector<std::string> envStrings;
-    for (char **e = environ; *e; ++e)
-      envStrings.push_back(*e);
-    envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
-    envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
-    SmallVector<StringRef> env(envStrings.begin(), envStrings.end());
     rc = runProgram(gpuRun.program, gpuRun.args, ArrayRef<StringRef>(env), "",
                     runName);
   } else if (devices == 1) {
@@ -886,12 +888,6 @@ int main(int argc, char **argv) {
         "--oversubscribe", "--mca", "btl", "self,vader", "--mca", "pml",
         "ob1", "-np", std::to_string(int(devices)), runner};
     args.insert(args.end(), runnerArgs.begin(), runnerArgs.end());
-    std::vector<std::string> envStrings;
-    for (char **e = environ; *e; ++e)
-      envStrings.push_back(*e);
-    envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT=1");
-    envStrings.push_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
-    SmallVector<StringRef> env(envStrings.begin(), envStrings.end());
     rc = runProgram(launcher, args, ArrayRef<StringRef>(env), "", runName);
   }
   if (rc != 0)

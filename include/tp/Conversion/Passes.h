@@ -30,6 +30,13 @@ namespace mlir::tp {
 /// loops, and the standard conversions to LLVM (math through libm).
 void buildLowerCPUPipeline(OpPassManager &pm);
 
+/// The bufferization stage of tp-lower-cpu and tp-lower-gpu: one-shot
+/// bufferization (function boundaries, identity layouts), results to
+/// out-parameters (public functions too; with `hoistStaticAllocs`, a result
+/// computed into a fresh static buffer is computed into the caller's), then
+/// canonicalization.
+void addBufferizationPasses(OpPassManager &pm, bool hoistStaticAllocs);
+
 /// Registers `tp-lower-cpu` with the global pipeline registry.
 void registerLowerCPUPipeline();
 

@@ -159,6 +159,20 @@ Value GemmLowering::transpose(OpBuilder &b, Location loc, Value v,
   return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
 }
 
+/// The reassociation of consecutive runs of `groupSizes[i]` dimensions.
+static SmallVector<ReassociationIndices>
+consecutiveGroups(ArrayRef<unsigned> groupSizes) {
+  SmallVector<ReassociationIndices> groups;
+  int64_t next = 0;
+  for (unsigned size : groupSizes) {
+    ReassociationIndices g;
+    for (unsigned i = 0; i < size; ++i)
+      g.push_back(next++);
+    groups.push_back(g);
+  }
+  return groups;
+}
+
 /// `v` reshaped to `shape`, where consecutive runs of `groupSizes[i]` source
 /// dimensions form result dimension i (a run may be empty: a unit dim).
 Value GemmLowering::reshape(OpBuilder &b, Location loc, Value v,
@@ -170,25 +184,11 @@ Value GemmLowering::reshape(OpBuilder &b, Location loc, Value v,
   auto target = RankedTensorType::get(shape, type.getElementType());
   bool anyEmpty = llvm::is_contained(groupSizes, 0u);
   if (!anyEmpty && type.getRank() > (int64_t)shape.size()) {
-    SmallVector<ReassociationIndices> groups;
-    int64_t next = 0;
-    for (unsigned size : groupSizes) {
-      ReassociationIndices g;
-      for (unsigned i = 0; i < size; ++i)
-        g.push_back(next++);
-      groups.push_back(g);
-    }
+    SmallVector<ReassociationIndices> groups = consecutiveGroups(groupSizes);
     return tensor::CollapseShapeOp::create(b, loc, target, v, groups);
   }
   if (!anyEmpty && type.getRank() < (int64_t)shape.size()) {
-    SmallVector<ReassociationIndices> groups;
-    int64_t next = 0;
-    for (unsigned size : groupSizes) {
-      ReassociationIndices g;
-      for (unsigned i = 0; i < size; ++i)
-        g.push_back(next++);
-      groups.push_back(g);
-    }
+    SmallVector<ReassociationIndices> groups = consecutiveGroups(groupSizes);
     return tensor::ExpandShapeOp::create(b, loc, target, v, groups);
   }
   // General case: through one dimension.

@@ -170,19 +170,10 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   if (options.stopAfter == "gemm")
     return;
 
-  // Buffers, as the CPU pipeline does, then freed after their last use.
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.modifyPublicFunctions = true;
-  // A result computed into a fresh buffer is computed into the caller's
-  // instead (no device copy at the end of each step).
-  outParams.hoistStaticAllocs = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  pm.addPass(createCanonicalizerPass());
+  // Buffers, as the CPU pipeline does, then freed after their last use. A
+  // result computed into a fresh buffer is computed into the caller's instead
+  // (no device copy at the end of each step).
+  addBufferizationPasses(pm, /*hoistStaticAllocs=*/true);
   bufferization::buildBufferDeallocationPipeline(pm);
 
   // Kernels.

@@ -18,8 +18,8 @@
 using namespace mlir;
 using namespace mlir::tp;
 
-void mlir::tp::buildLowerCPUPipeline(OpPassManager &pm) {
-  pm.addPass(createConvertTPToRuntimePass());
+void mlir::tp::addBufferizationPasses(OpPassManager &pm,
+                                      bool hoistStaticAllocs) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -28,8 +28,14 @@ void mlir::tp::buildLowerCPUPipeline(OpPassManager &pm) {
   // Results become out-parameters (the runner allocates every buffer).
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.modifyPublicFunctions = true;
+  outParams.hoistStaticAllocs = hoistStaticAllocs;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::tp::buildLowerCPUPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertTPToRuntimePass());
+  addBufferizationPasses(pm, /*hoistStaticAllocs=*/false);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

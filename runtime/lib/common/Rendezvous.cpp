@@ -105,38 +105,22 @@ bool waitFor(int fd, short events, Clock::time_point deadline) {
   }
 }
 
-/// Sends or receives exactly `bytes`; a message in `error` otherwise.
-bool sendAll(int fd, const void *data, size_t bytes, Clock::time_point deadline,
-             std::string &error) {
-  const char *p = static_cast<const char *>(data);
-  while (bytes) {
-    if (!waitFor(fd, POLLOUT, deadline)) {
-      error = "timed out sending";
+/// Moves exactly `bytes` through `step(offset, left)`, one send or recv call
+/// that returns what it moved, each time `fd` is ready for `events`; a
+/// message in `error` otherwise (`timedOut` past the deadline).
+template <typename Step>
+bool transferAll(int fd, short events, size_t bytes, Clock::time_point deadline,
+                 const char *timedOut, std::string &error, Step step) {
+  size_t done = 0;
+  while (done < bytes) {
+    if (!waitFor(fd, events, deadline)) {
+      error = timedOut;
       return false;
     }
-    ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN)
-        continue;
-      error = std::strerror(errno);
-      return false;
-    }
-    p += n;
-    bytes -= size_t(n);
-  }
-  return true;
-}
-
-bool recvAll(int fd, void *data, size_t bytes, Clock::time_point deadline,
-             std::string &error) {
-  char *p = static_cast<char *>(data);
-  while (bytes) {
-    if (!waitFor(fd, POLLIN, deadline)) {
-      error = "timed out";
-      return false;
-    }
-    ssize_t n = ::recv(fd, p, bytes, 0);
+    ssize_t n = step(done, bytes - done);
     if (n == 0) {
+      // Only a receive moves nothing (the peer closed): a send of at least
+      // one byte either moves some or fails.
       error = "the connection was closed (did that rank exit?)";
       return false;
     }
@@ -146,10 +130,28 @@ bool recvAll(int fd, void *data, size_t bytes, Clock::time_point deadline,
       error = std::strerror(errno);
       return false;
     }
-    p += n;
-    bytes -= size_t(n);
+    done += size_t(n);
   }
   return true;
+}
+
+/// Sends or receives exactly `bytes`; a message in `error` otherwise.
+bool sendAll(int fd, const void *data, size_t bytes, Clock::time_point deadline,
+             std::string &error) {
+  const char *p = static_cast<const char *>(data);
+  return transferAll(fd, POLLOUT, bytes, deadline, "timed out sending", error,
+                     [&](size_t offset, size_t left) {
+                       return ::send(fd, p + offset, left, MSG_NOSIGNAL);
+                     });
+}
+
+bool recvAll(int fd, void *data, size_t bytes, Clock::time_point deadline,
+             std::string &error) {
+  char *p = static_cast<char *>(data);
+  return transferAll(fd, POLLIN, bytes, deadline, "timed out", error,
+                     [&](size_t offset, size_t left) {
+                       return ::recv(fd, p + offset, left, 0);
+                     });
 }
 
 void setNoDelay(int fd) {

@@ -23,7 +23,9 @@ Device openedDevice;
 bool opened = false;
 thread_local CUcontext currentOnThread = nullptr;
 
-int envInt(const char *name, int fallback) {
+} // namespace
+
+int cuda::envInt(const char *name, int fallback) {
   const char *text = std::getenv(name);
   if (!text || !*text)
     return fallback;
@@ -33,8 +35,6 @@ int envInt(const char *name, int fallback) {
     return fallback;
   return int(value);
 }
-
-} // namespace
 
 std::string cuda::errorText(CUresult result) {
   if (result == CUDA_ERROR_STUB_LIBRARY)

@@ -28,6 +28,10 @@
 namespace tprt {
 namespace cuda {
 
+/// The value of environment variable `name` as a number in [0, 2^20], or
+/// `fallback` if it is unset, empty or not such a number.
+int envInt(const char *name, int fallback);
+
 /// "cuMemAllocAsync: CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
 std::string errorText(CUresult result);
 

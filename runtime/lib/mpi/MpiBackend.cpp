@@ -19,6 +19,7 @@
 #include "common/Backend.h"
 #include "common/DType.h"
 #include "common/Error.h"
+#include "mpi/MpiError.h"
 
 #include <mpi.h>
 
@@ -39,16 +40,6 @@ bool initialisedByUs = false;
 constexpr size_t kChunk = size_t(1) << 30;
 /// Elements per chunk of a 16-bit all-reduce (a 16 MiB f32 copy).
 constexpr size_t kHalfChunk = size_t(1) << 22;
-
-tprt_status mpiFail(int code, const char *call) {
-  char message[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(code, message, &length) != MPI_SUCCESS)
-    length = 0;
-  message[length] = '\0';
-  return fail(TPRT_ERROR_BACKEND, "%s failed: %s", call,
-              length ? message : "unknown mpi error");
-}
 
 MPI_Datatype mpiType(tprt_dtype dtype) {
   switch (dtype) {
@@ -148,14 +139,14 @@ tprt_status MpiBackend::initialize() {
     int provided = 0;
     int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS)
-      return mpiFail(rc, "MPI_Init_thread");
+      return mpiError(rc, "MPI_Init_thread");
     initialisedByUs = true;
   }
   ++liveContexts;
   counted = true;
   int rc = MPI_Comm_dup(MPI_COMM_WORLD, &world);
   if (rc != MPI_SUCCESS)
-    return mpiFail(rc, "MPI_Comm_dup");
+    return mpiError(rc, "MPI_Comm_dup");
   MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
   MPI_Comm_rank(world, &worldRank);
   MPI_Comm_size(world, &worldSize);
@@ -182,16 +173,16 @@ tprt_status MpiBackend::createCommunicator(const std::vector<int> &ranks,
   MPI_Group worldGroup, group;
   int rc = MPI_Comm_group(world, &worldGroup);
   if (rc != MPI_SUCCESS)
-    return mpiFail(rc, "MPI_Comm_group");
+    return mpiError(rc, "MPI_Comm_group");
   rc = MPI_Group_incl(worldGroup, int(ranks.size()), ranks.data(), &group);
   MPI_Group_free(&worldGroup);
   if (rc != MPI_SUCCESS)
-    return mpiFail(rc, "MPI_Group_incl");
+    return mpiError(rc, "MPI_Group_incl");
   MPI_Comm comm = MPI_COMM_NULL;
   rc = MPI_Comm_create_group(world, group, /*tag=*/0, &comm);
   MPI_Group_free(&group);
   if (rc != MPI_SUCCESS)
-    return mpiFail(rc, "MPI_Comm_create_group");
+    return mpiError(rc, "MPI_Comm_create_group");
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   out = std::make_unique<MpiCommunicator>(comm);
   return TPRT_OK;
@@ -239,7 +230,7 @@ tprt_status MpiBackend::allReduce(Communicator &comm, tprt_dtype dtype,
       int rc = MPI_Allreduce(MPI_IN_PLACE, wide.data(), int(n), MPI_FLOAT,
                              mpiOp(op), c);
       if (rc != MPI_SUCCESS)
-        return mpiFail(rc, "MPI_Allreduce");
+        return mpiError(rc, "MPI_Allreduce");
       fromFloat(dtype, wide.data(), dst + done * 2, n);
     }
     return TPRT_OK;
@@ -252,7 +243,7 @@ tprt_status MpiBackend::allReduce(Communicator &comm, tprt_dtype dtype,
     int rc = MPI_Allreduce(src == dst ? MPI_IN_PLACE : src, dst, int(n),
                            mpiType(dtype), mpiOp(op), c);
     if (rc != MPI_SUCCESS)
-      return mpiFail(rc, "MPI_Allreduce");
+      return mpiError(rc, "MPI_Allreduce");
   }
   return TPRT_OK;
 }
@@ -265,7 +256,7 @@ tprt_status MpiBackend::allGather(Communicator &comm, const void *in, void *out,
     return status;
   int rc = MPI_Allgather(in, count, type, out, count, type, commOf(comm));
   if (rc != MPI_SUCCESS)
-    return mpiFail(rc, "MPI_Allgather");
+    return mpiError(rc, "MPI_Allgather");
   return TPRT_OK;
 }
 
@@ -282,7 +273,7 @@ tprt_status MpiBackend::reduceScatter(Communicator &comm, tprt_dtype dtype,
     int rc = MPI_Reduce_scatter_block(in, out, int(count), mpiType(dtype),
                                       mpiOp(op), c);
     if (rc != MPI_SUCCESS)
-      return mpiFail(rc, "MPI_Reduce_scatter_block");
+      return mpiError(rc, "MPI_Reduce_scatter_block");
     return TPRT_OK;
   }
   int groupSize;
@@ -293,7 +284,7 @@ tprt_status MpiBackend::reduceScatter(Communicator &comm, tprt_dtype dtype,
   int rc = MPI_Reduce_scatter_block(wide.data(), wideOut.data(), int(count),
                                     MPI_FLOAT, mpiOp(op), c);
   if (rc != MPI_SUCCESS)
-    return mpiFail(rc, "MPI_Reduce_scatter_block");
+    return mpiError(rc, "MPI_Reduce_scatter_block");
   fromFloat(dtype, wideOut.data(), out, count);
   return TPRT_OK;
 }
@@ -306,14 +297,14 @@ tprt_status MpiBackend::allToAll(Communicator &comm, const void *in, void *out,
     return status;
   int rc = MPI_Alltoall(in, count, type, out, count, type, commOf(comm));
   if (rc != MPI_SUCCESS)
-    return mpiFail(rc, "MPI_Alltoall");
+    return mpiError(rc, "MPI_Alltoall");
   return TPRT_OK;
 }
 
 tprt_status MpiBackend::barrier(Communicator &comm) {
   int rc = MPI_Barrier(commOf(comm));
   if (rc != MPI_SUCCESS)
-    return mpiFail(rc, "MPI_Barrier");
+    return mpiError(rc, "MPI_Barrier");
   return TPRT_OK;
 }
 

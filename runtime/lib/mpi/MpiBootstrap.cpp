@@ -11,6 +11,7 @@
 #include "common/Backend.h"
 #include "common/Bootstrap.h"
 #include "common/Error.h"
+#include "mpi/MpiError.h"
 
 #include <mpi.h>
 
@@ -19,16 +20,6 @@
 using namespace tprt;
 
 namespace {
-
-tprt_status mpiError(int code, const char *call) {
-  char message[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(code, message, &length) != MPI_SUCCESS)
-    length = 0;
-  message[length] = '\0';
-  return fail(TPRT_ERROR_BACKEND, "%s failed: %s", call,
-              length ? message : "unknown mpi error");
-}
 
 class MpiBootstrap final : public Bootstrap {
 public:

@@ -80,17 +80,6 @@ ncclRedOp_t ncclOp(tprt_reduction op) {
   return op == TPRT_MAX ? ncclMax : op == TPRT_MIN ? ncclMin : ncclSum;
 }
 
-int envInt(const char *name, int fallback) {
-  const char *text = std::getenv(name);
-  if (!text || !*text)
-    return fallback;
-  char *end = nullptr;
-  long value = std::strtol(text, &end, 10);
-  if (end == text || *end || value < 0 || value > 1 << 20)
-    return fallback;
-  return int(value);
-}
-
 class GpuCommunicator final : public Communicator {
 public:
   ~GpuCommunicator() override;

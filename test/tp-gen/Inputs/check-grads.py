@@ -13,7 +13,7 @@ MODEL.mlir is `tp-gen --train --emit=grads` (@train_grads) or `tp-gen
      everywhere), token ids and labels with fixed formulas and, for @train_step, non-zero
      optimizer moments and step = 3 (so that the whole AdamW formula, bias
      corrections included, matters), runs the function with upstream passes
-     and mlir-runner as check-numerics.py does;
+     and mlir-runner (utils/mlir_cpu_run.py, as check-numerics.py does);
   3. computes the loss and its gradients by central finite differences of a
      float64 numpy forward pass (utils/train_reference.py) and compares:
      the loss, every gradient tensor (relative error ||g - fd|| / ||fd||),
@@ -36,7 +36,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "utils"))
 import train_reference as ref  # noqa: E402
-from tp_init import materialise  # noqa: E402
+from mlir_cpu_run import run_on_cpu  # noqa: E402
+from tp_init import f32, fnv1a, materialise  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "check_numerics", os.path.join(HERE, "check-numerics.py"))
@@ -78,17 +79,8 @@ def parse_value(piece):
     dims = m.group(1).split("x")
     shape, elt = [int(d) for d in dims[:-1]], dims[-1]
     attrs = piece[m.end():]
-    init = None
-    im = re.search(r"tp\.init = \{([^}]*)\}", attrs)
-    if im:
-        init = {}
-        for field in im.group(1).split(", "):
-            key, value = field.split(" = ")
-            value = value.split(" : ")[0]
-            init[key] = value.strip('"') if value.startswith('"') else (
-                int(value) if key == "seed" else float(value))
     um = re.search(r"tp\.updates = (\d+)", attrs)
-    return {"shape": shape, "elt": elt, "init": init,
+    return {"shape": shape, "elt": elt, "init": numerics.parse_init(attrs),
             "param": re.search(r"\btp\.param\b", attrs) is not None,
             "state": re.search(r"\btp\.state\b", attrs) is not None,
             "updates": int(um.group(1)) if um else None}
@@ -166,9 +158,9 @@ def run(text, name, args, values, results, mlir_opt):
     lines += ["    return", "  }"]
     end = text.rstrip().rfind("}")
     program = text[:end] + "\n".join(lines) + "\n}\n"
-    # Reuse check-numerics.py's lowering and runner by handing it a program
-    # whose @main prints every result.
-    printed = numerics_run(program, mlir_opt)
+    # The lowering and runner check-numerics.py uses, on a program whose
+    # @main prints every result.
+    printed = run_on_cpu(program, mlir_opt)
     blocks = printed.split("Unranked Memref")[1:]
     if len(blocks) != len(results):
         fail("%d results printed, expected %d" % (len(blocks), len(results)))
@@ -180,38 +172,6 @@ def run(text, name, args, values, results, mlir_opt):
                              struct.pack("<%di" % len(bits), *bits))
         out.append(np.array(vals, dtype=np.float64).reshape(r["shape"]))
     return out
-
-
-def numerics_run(program, mlir_opt):
-    import subprocess
-    import tempfile
-    pipeline = [
-        "--one-shot-bufferize=bufferize-function-boundaries",
-        "--convert-linalg-to-loops", "--expand-strided-metadata",
-        "--lower-affine", "--convert-scf-to-cf", "--convert-math-to-llvm",
-        "--convert-math-to-libm", "--convert-arith-to-llvm",
-        "--convert-index-to-llvm", "--finalize-memref-to-llvm",
-        "--convert-cf-to-llvm", "--convert-func-to-llvm",
-        "--reconcile-unrealized-casts"]
-    bindir = os.path.dirname(os.path.realpath(mlir_opt))
-    libdir = os.path.join(os.path.dirname(bindir), "lib")
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "main.mlir")
-        with open(src, "w") as f:
-            f.write(program)
-        lowered = subprocess.run([mlir_opt, src] + pipeline,
-                                 capture_output=True, text=True)
-        if lowered.returncode != 0:
-            sys.exit("error: mlir-opt failed:\n" + lowered.stderr[-4000:])
-        libs = ",".join(os.path.join(libdir, lib) for lib in [
-            "libmlir_runner_utils.so", "libmlir_c_runner_utils.so"])
-        result = subprocess.run(
-            [os.path.join(bindir, "mlir-runner"), "-e", "main",
-             "--entry-point-result=void", "--shared-libs=" + libs],
-            input=lowered.stdout, capture_output=True, text=True)
-        if result.returncode != 0:
-            sys.exit("error: mlir-runner failed:\n" + result.stderr[-4000:])
-    return result.stdout
 
 
 def rel(got, want):
@@ -284,9 +244,9 @@ def main():
     for i, name_i in enumerate(names):
         a = args[i]
         init = a["init"]
-        if "seed" in init and init["seed"] != numerics.fnv1a(name_i):
+        if "seed" in init and init["seed"] != fnv1a(name_i):
             fail("seed of %s is %d, expected %d" % (
-                name_i, init["seed"], numerics.fnv1a(name_i)))
+                name_i, init["seed"], fnv1a(name_i)))
         # A generic point: the random initial weights (std 0.02) scaled to
         # std 0.4 and every value moved off its init by a small pattern, so that
         # the activations reach the non-linear parts of GELU, SiLU and
@@ -296,7 +256,7 @@ def main():
         spread = opts.spread if "seed" in init else 1.0
         vals = (np.array(materialise(init, count)) * spread +
                 0.05 * np.sin(1.3 * k + i))
-        vals = numerics.f32(list(vals))
+        vals = f32(list(vals))
         params[name_i] = np.array(vals, dtype=np.float64).reshape(a["shape"])
         values.append(vals)
     state = {}
@@ -307,7 +267,7 @@ def main():
             # m: small values of either sign; v: positive, of the order of g².
             vals = (1e-3 * np.sin(0.7 * k + i) if i < n else
                     1e-6 * (1.0 + np.cos(0.3 * k + i) ** 2))
-            vals = numerics.f32(list(vals))
+            vals = f32(list(vals))
             state[i] = np.array(vals).reshape(args[n + i]["shape"])
             values.append(vals)
         values.append([3.0])

@@ -24,30 +24,14 @@ import math
 import os
 import re
 import struct
-import subprocess
 import sys
-import tempfile
 
 # The init contract's reference (docs/models.md), shared with the runner's
 # tests.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "..", "utils"))
-from tp_init import MASK, materialise  # noqa: E402
-
-
-# --- The initialisation contract of docs/models.md --------------------------
-
-def fnv1a(name):
-    h = 0xcbf29ce484222325
-    for c in name.encode():
-        h = ((h ^ c) * 0x100000001b3) & MASK
-    return h & 0x7FFFFFFFFFFFFFFF
-
-
-def f32(values):
-    """Rounds doubles to f32, as the parameter's storage type does."""
-    return list(struct.unpack("<%df" % len(values),
-                              struct.pack("<%df" % len(values), *values)))
+from mlir_cpu_run import run_on_cpu  # noqa: E402
+from tp_init import f32, fnv1a, layer_param_names, materialise  # noqa: E402
 
 
 # --- Reading tp-gen output ---------------------------------------------------
@@ -74,6 +58,20 @@ def parse_header(text):
     return cfg
 
 
+def parse_init(attrs):
+    """The tp.init descriptor in an argument's attributes, or None."""
+    im = re.search(r"tp\.init = \{([^}]*)\}", attrs)
+    if not im:
+        return None
+    init = {}
+    for field in im.group(1).split(", "):
+        key, value = field.split(" = ")
+        value = value.split(" : ")[0]
+        init[key] = value.strip('"') if value.startswith('"') else (
+            int(value) if key == "seed" else float(value))
+    return init
+
+
 def parse_args(text):
     sig = re.search(r"func\.func @forward\((.*?)\) -> (.*?) \{\n", text)
     if not sig:
@@ -84,16 +82,7 @@ def parse_args(text):
         dims = m.group(1).split("x")
         shape, elt = [int(d) for d in dims[:-1]], dims[-1]
         attrs = m.group(2) or ""
-        init = None
-        im = re.search(r"tp\.init = \{([^}]*)\}", attrs)
-        if im:
-            init = {}
-            for field in im.group(1).split(", "):
-                key, value = field.split(" = ")
-                value = value.split(" : ")[0]
-                init[key] = value.strip('"') if value.startswith('"') else (
-                    int(value) if key == "seed" else float(value))
-        args.append({"shape": shape, "elt": elt, "init": init,
+        args.append({"shape": shape, "elt": elt, "init": parse_init(attrs),
                      "param": "tp.param" in attrs})
     return args, sig.group(2)
 
@@ -109,21 +98,7 @@ def param_names(cfg):
         names += ["wte.weight", "wpe.weight"] if gpt2 else [
             "embed_tokens.weight"]
     for l in range(cfg["layers"]):
-        if gpt2:
-            p = "h.%d." % l
-            names += [p + n for n in [
-                "ln_1.weight", "ln_1.bias", "attn.c_attn.weight",
-                "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
-                "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
-                "mlp.c_proj.weight", "mlp.c_proj.bias"]]
-        else:
-            p = "layers.%d." % l
-            names += [p + n for n in [
-                "input_layernorm.weight", "self_attn.q_proj.weight",
-                "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-                "self_attn.o_proj.weight", "post_attention_layernorm.weight",
-                "mlp.gate_proj.weight", "mlp.up_proj.weight",
-                "mlp.down_proj.weight"]]
+        names += layer_param_names(cfg["arch"], l)
     if not blocks_only:
         if gpt2:
             names += ["ln_f.weight", "ln_f.bias"]
@@ -323,34 +298,7 @@ def run_ir(text, args, values, result_type, mlir_opt):
         "    return", "  }"]
     end = text.rstrip().rfind("}")
     program = text[:end] + "\n".join(lines) + "\n}\n"
-    pipeline = [
-        "--one-shot-bufferize=bufferize-function-boundaries",
-        "--convert-linalg-to-loops", "--expand-strided-metadata",
-        "--lower-affine", "--convert-scf-to-cf", "--convert-math-to-llvm",
-        "--convert-math-to-libm", "--convert-arith-to-llvm",
-        "--convert-index-to-llvm", "--finalize-memref-to-llvm",
-        "--convert-cf-to-llvm", "--convert-func-to-llvm",
-        "--reconcile-unrealized-casts"]
-    bindir = os.path.dirname(os.path.realpath(mlir_opt))
-    libdir = os.path.join(os.path.dirname(bindir), "lib")
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "main.mlir")
-        with open(src, "w") as f:
-            f.write(program)
-        lowered = subprocess.run(
-            [mlir_opt, src] + pipeline,
-            capture_output=True, text=True)
-        if lowered.returncode != 0:
-            sys.exit("error: mlir-opt failed:\n" + lowered.stderr[-4000:])
-        libs = ",".join(os.path.join(libdir, l) for l in [
-            "libmlir_runner_utils.so", "libmlir_c_runner_utils.so"])
-        run = subprocess.run(
-            [os.path.join(bindir, "mlir-runner"), "-e", "main",
-             "--entry-point-result=void", "--shared-libs=" + libs],
-            input=lowered.stdout, capture_output=True, text=True)
-        if run.returncode != 0:
-            sys.exit("error: mlir-runner failed:\n" + run.stderr[-4000:])
-    data = run.stdout.split("data =", 1)[1]
+    data = run_on_cpu(program, mlir_opt).split("data =", 1)[1]
     return [float(v) for v in re.findall(r"-?(?:nan|inf|[\d.]+(?:e[-+]?\d+)?)",
                                          data)]
 
