@@ -12,10 +12,12 @@
 // large). Without a budget every front holds one entry and this is the
 // textbook min-sum elimination.
 //
-// Phase 2 (elimination). Nodes are eliminated one at a time, the node whose
-// neighbourhood table would be smallest first (min-weight greedy ordering).
-// Eliminating x multiplies every table that mentions x (Minkowski sums of
-// fronts), minimises over x (union of fronts) and prunes dominated entries and
+// Phase 2 (elimination). Nodes are eliminated one at a time in a greedy
+// order computed up front on the graph (Eliminator::order): min-weight (the
+// node whose neighbourhood table is smallest first), or weighted min-fill
+// when that at least halves the summed table sizes. Eliminating x
+// multiplies every table that mentions x (Minkowski sums of fronts),
+// minimises over x (union of fronts) and prunes dominated entries and
 // entries over the budget. The new table depends on x's neighbours only.
 // Every surviving entry records, in a trace arena, x's value and the entries
 // it was built from.
@@ -30,6 +32,15 @@
 // memory, so dropping B loses nothing. The only inexact step is thinning a
 // front above SolverOptions::maxFrontSize, which is reported.
 //
+// Two passes (solveExact). With a budget, the problem is first solved
+// without it: every front then holds one entry, and plain min-sum needs no
+// front arithmetic and one trace per table entry. If that optimum fits the
+// budget it is the constrained optimum too (the budget only removes
+// assignments); otherwise the constrained pass runs in the same order.
+// Within a pass, the candidates of a table entry record their traces in a
+// scratch arena and only the entries that survive pruning are copied into
+// the arena; tables are freed once eliminated.
+//
 // Cost: for each eliminated node, (table size of its neighbourhood) x
 // (choices) x (front sizes). Transformer graphs have small elimination width
 // (the residual stream), so this is linear in the number of layers.
@@ -40,6 +51,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -155,26 +167,49 @@ void prune(std::vector<T> &front, double budget, int maxSize, bool &thinned) {
 
 class Eliminator {
 public:
-  Eliminator(const AssignmentProblem &p, const SolverOptions &o)
-      : problem(p), options(o), adjacency(p.numNodes()),
+  /// Solves `p` under `budget` (p.memoryBudget, or kInfinity to ignore
+  /// memory: every front then holds one entry).
+  Eliminator(const AssignmentProblem &p, const SolverOptions &o, double budget)
+      : problem(p), options(o), budget(budget), adjacency(p.numNodes()),
         tablesOf(p.numNodes()) {}
 
-  AssignmentSolution run();
+  /// Solves in `given` order, or in the order chosen below when empty;
+  /// `used` receives the order (both passes of solveExact build the same
+  /// graph, so the second reuses the first's order).
+  AssignmentSolution run(const std::vector<int> &given = {},
+                         std::vector<int> *used = nullptr);
 
 private:
   int addTable(std::vector<int> scope, std::vector<Front> fronts);
   int64_t tableSize(const std::vector<int> &scope) const;
+  int64_t tableSize(const std::set<int> &scope) const;
+  /// A greedy elimination order over the current graph (simulated on a
+  /// copy of the adjacency) and its work: the sum over eliminated nodes of
+  /// their neighbourhood table size times their choices.
+  std::vector<int> order(bool fill, double &work) const;
   bool eliminate(int node);
   /// The pruned Minkowski sum of two fronts, with join traces.
   Front add(const Front &a, const Front &b);
+  /// Records a trace node: in the scratch arena while a table entry is
+  /// being built (ids -2, -3, ...), else in the arena.
+  int record(const Trace &t);
+  /// Copies the scratch traces an entry of a finished table entry uses into
+  /// the arena and returns its arena id.
+  int keep(int trace);
 
   const AssignmentProblem &problem;
   const SolverOptions &options;
+  double budget;
   std::vector<Table> tables;
   std::vector<std::set<int>> adjacency;
   std::vector<std::vector<int>> tablesOf;
   std::vector<Front> finished; // fronts of tables with an empty scope
   std::vector<Trace> arena;
+  /// Traces of the candidates of the table entry being built: most are
+  /// dominated or discarded, so only the survivors' reach the arena.
+  std::vector<Trace> scratch;
+  std::vector<int> kept; // per scratch trace: its arena id, or -1
+  bool building = false;
   bool thinned = false;
   int width = 0;
   int largestFront = 0;
@@ -188,6 +223,108 @@ int64_t Eliminator::tableSize(const std::vector<int> &scope) const {
       return options.maxTableSize + 1;
   }
   return size;
+}
+
+int64_t Eliminator::tableSize(const std::set<int> &scope) const {
+  int64_t size = 1;
+  for (int n : scope) {
+    size *= problem.numChoices(n);
+    if (size > options.maxTableSize)
+      return options.maxTableSize + 1;
+  }
+  return size;
+}
+
+std::vector<int> Eliminator::order(bool fill, double &work) const {
+  // Within an elimination group (lowest first):
+  //  - min-weight: the node whose neighbourhood table is smallest;
+  //  - weighted min-fill: the node whose elimination adds the fewest table
+  //    entries in new edges between its neighbours (the sum of
+  //    |choices(a)| x |choices(b)| over neighbour pairs a, b not yet
+  //    joined), then the smallest neighbourhood table. Min-weight greedily
+  //    takes a cheap node that joins large neighbours; in a training step,
+  //    whose backward reads forward values at the other end of the
+  //    function, that led to 9-node scopes where min-fill keeps 7 or 8 and
+  //    a tenth of the table entries.
+  int n = problem.numNodes();
+  std::vector<std::set<int>> adj = adjacency;
+  using Key = std::tuple<int, int64_t, int64_t, int>;
+  // A hub (a value every layer reads: a scalar, a mask) has so many
+  // neighbours that it goes last anyway; scoring its fill exactly would
+  // cost the square of its degree at every change of its neighbourhood.
+  constexpr size_t kHubDegree = 32;
+  std::vector<int> scratch;
+  auto key = [&](int x) {
+    int group = x < int(options.eliminationGroup.size())
+                    ? options.eliminationGroup[x]
+                    : 0;
+    int64_t weight = tableSize(adj[x]) * problem.numChoices(x);
+    if (!fill)
+      return Key(group, 0, weight, x);
+    if (adj[x].size() > kHubDegree)
+      return Key(group, std::numeric_limits<int64_t>::max(), weight, x);
+    scratch.assign(adj[x].begin(), adj[x].end());
+    int64_t added = 0;
+    for (size_t i = 0; i < scratch.size(); ++i)
+      for (size_t j = i + 1; j < scratch.size(); ++j)
+        if (!adj[scratch[i]].count(scratch[j]))
+          added += int64_t(problem.numChoices(scratch[i])) *
+                   problem.numChoices(scratch[j]);
+    return Key(group, added, weight, x);
+  };
+  std::set<Key> queue;
+  std::vector<Key> keys(n);
+  for (int i = 0; i < n; ++i) {
+    keys[i] = key(i);
+    queue.insert(keys[i]);
+  }
+  std::vector<int> result;
+  result.reserve(n);
+  std::vector<bool> done(n, false);
+  std::vector<int> touched;
+  std::vector<int> mark(n, -1);
+  work = 0;
+  while (!queue.empty()) {
+    int x = std::get<3>(*queue.begin());
+    queue.erase(queue.begin());
+    result.push_back(x);
+    done[x] = true;
+    work += double(tableSize(adj[x])) * problem.numChoices(x);
+    // Eliminating x joins its neighbours (as Eliminator::eliminate does).
+    std::vector<int> neighbours(adj[x].begin(), adj[x].end());
+    for (int a : neighbours) {
+      adj[a].erase(x);
+      for (int b : neighbours)
+        if (a != b)
+          adj[a].insert(b);
+    }
+    adj[x].clear();
+    // Min-weight rescores the neighbours; the fill of a node also changes
+    // when an edge appears between two of its neighbours, so min-fill also
+    // rescores their neighbours (hubs' neighbours excepted).
+    touched.clear();
+    for (int m : neighbours) {
+      if (mark[m] != x) {
+        mark[m] = x;
+        touched.push_back(m);
+      }
+      if (!fill || adj[m].size() > kHubDegree)
+        continue;
+      for (int k : adj[m])
+        if (mark[k] != x) {
+          mark[k] = x;
+          touched.push_back(k);
+        }
+    }
+    for (int m : touched) {
+      if (done[m])
+        continue;
+      queue.erase(keys[m]);
+      keys[m] = key(m);
+      queue.insert(keys[m]);
+    }
+  }
+  return result;
 }
 
 int Eliminator::addTable(std::vector<int> scope, std::vector<Front> fronts) {
@@ -215,14 +352,37 @@ int Eliminator::addTable(std::vector<int> scope, std::vector<Front> fronts) {
   return id;
 }
 
+int Eliminator::record(const Trace &t) {
+  if (building) {
+    scratch.push_back(t);
+    kept.push_back(-1);
+    return -1 - int(scratch.size());
+  }
+  arena.push_back(t);
+  return int(arena.size()) - 1;
+}
+
+int Eliminator::keep(int trace) {
+  if (trace >= -1)
+    return trace; // nothing, or already in the arena
+  int local = -2 - trace;
+  if (kept[local] >= 0)
+    return kept[local];
+  Trace t = scratch[local];
+  t.left = keep(t.left);
+  t.right = keep(t.right);
+  arena.push_back(t);
+  kept[local] = int(arena.size()) - 1;
+  return kept[local];
+}
+
 Front Eliminator::add(const Front &a, const Front &b) {
   auto join = [&](int left, int right) {
-    if (left < 0)
+    if (left == -1)
       return right;
-    if (right < 0)
+    if (right == -1)
       return left;
-    arena.push_back({-1, 0, left, right});
-    return int(arena.size()) - 1;
+    return record({-1, 0, left, right});
   };
   // Fronts are kept sorted and pruned, so adding a single entry to one
   // keeps it sorted and pruned (the usual case).
@@ -233,7 +393,7 @@ Front Eliminator::add(const Front &a, const Front &b) {
     out.reserve(many.size());
     for (const Entry &e : many) {
       double memory = e.memory + one.memory;
-      if (memory > problem.memoryBudget)
+      if (memory > budget)
         break; // sorted by memory
       out.push_back({e.cost + one.cost, memory,
                      a.size() == 1 ? join(one.trace, e.trace)
@@ -256,7 +416,7 @@ Front Eliminator::add(const Front &a, const Front &b) {
           continue;
         double memory = big[at[j]].memory + small[j].memory;
         double cost = big[at[j]].cost + small[j].cost;
-        if (memory > problem.memoryBudget) {
+        if (memory > budget) {
           at[j] = big.size(); // sorted by memory: the rest is over too
           continue;
         }
@@ -286,7 +446,7 @@ Front Eliminator::add(const Front &a, const Front &b) {
   for (int i = 0, e = int(a.size()); i < e; ++i)
     for (int j = 0, f = int(b.size()); j < f; ++j)
       sums.push_back({a[i].cost + b[j].cost, a[i].memory + b[j].memory, i, j});
-  prune(sums, problem.memoryBudget, options.maxFrontSize, thinned);
+  prune(sums, budget, options.maxFrontSize, thinned);
   Front out;
   out.reserve(sums.size());
   for (const Candidate &c : sums)
@@ -331,43 +491,101 @@ bool Eliminator::eliminate(int x) {
   std::vector<Front> fronts(size);
   std::vector<int> assignment(scope.size(), 0);
   int choicesX = problem.numChoices(x);
-  for (int64_t index = 0; index < size; ++index) {
-    Front best;
-    for (int value = 0; value < choicesX; ++value) {
-      Front acc{{0.0, 0.0, -1}};
-      for (const View &v : views) {
-        int64_t at = int64_t(value) * v.xStride;
-        for (auto [pos, stride] : v.scopeStrides)
-          at += int64_t(assignment[pos]) * stride;
-        acc = add(acc, v.table->fronts[at]);
-        if (acc.empty())
+  if (budget == AssignmentProblem::kInfinity) {
+    // Without a budget every front holds at most one entry: plain min-sum,
+    // with no front arithmetic and one trace per table entry. Ties go to
+    // the lowest value, sums are taken in view order (as below).
+    for (int64_t index = 0; index < size; ++index) {
+      double bestCost = AssignmentProblem::kInfinity;
+      int bestValue = -1;
+      for (int value = 0; value < choicesX; ++value) {
+        double cost = 0.0;
+        bool feasible = true;
+        for (const View &v : views) {
+          int64_t i = int64_t(value) * v.xStride;
+          for (auto [pos, stride] : v.scopeStrides)
+            i += int64_t(assignment[pos]) * stride;
+          const Front &f = v.table->fronts[i];
+          if (f.empty()) {
+            feasible = false;
+            break;
+          }
+          cost += f.front().cost;
+        }
+        if (feasible && (bestValue < 0 || cost < bestCost)) {
+          bestCost = cost;
+          bestValue = value;
+        }
+      }
+      if (bestValue >= 0) {
+        int trace = -1;
+        for (const View &v : views) {
+          int64_t i = int64_t(bestValue) * v.xStride;
+          for (auto [pos, stride] : v.scopeStrides)
+            i += int64_t(assignment[pos]) * stride;
+          int other = v.table->fronts[i].front().trace;
+          if (trace == -1)
+            trace = other;
+          else if (other != -1)
+            trace = record({-1, 0, trace, other});
+        }
+        fronts[index].push_back(
+            {bestCost, 0.0, record({x, bestValue, trace, -1})});
+        largestFront = std::max(largestFront, 1);
+      }
+      for (int i = int(scope.size()) - 1; i >= 0; --i) {
+        if (++assignment[i] < problem.numChoices(scope[i]))
           break;
+        assignment[i] = 0;
       }
-      Front mine;
-      mine.reserve(acc.size());
-      for (Entry &e : acc) {
-        arena.push_back({x, value, e.trace, -1});
-        mine.push_back({e.cost, e.memory, int(arena.size()) - 1});
+    }
+  } else {
+    building = true;
+    for (int64_t index = 0; index < size; ++index) {
+      scratch.clear();
+      kept.clear();
+      Front best;
+      for (int value = 0; value < choicesX; ++value) {
+        Front acc{{0.0, 0.0, -1}};
+        for (const View &v : views) {
+          int64_t at = int64_t(value) * v.xStride;
+          for (auto [pos, stride] : v.scopeStrides)
+            at += int64_t(assignment[pos]) * stride;
+          acc = add(acc, v.table->fronts[at]);
+          if (acc.empty())
+            break;
+        }
+        Front mine;
+        mine.reserve(acc.size());
+        for (Entry &e : acc)
+          mine.push_back({e.cost, e.memory, record({x, value, e.trace, -1})});
+        // Union with the other values' fronts: a merge of sorted lists.
+        Front merged(best.size() + mine.size());
+        std::merge(best.begin(), best.end(), mine.begin(), mine.end(),
+                   merged.begin(), byMemoryThenCost<Entry>);
+        pruneSorted(merged, options.maxFrontSize, thinned);
+        best = std::move(merged);
       }
-      // Union with the other values' fronts: a merge of sorted lists.
-      Front merged(best.size() + mine.size());
-      std::merge(best.begin(), best.end(), mine.begin(), mine.end(),
-                 merged.begin(), byMemoryThenCost<Entry>);
-      pruneSorted(merged, options.maxFrontSize, thinned);
-      best = std::move(merged);
+      largestFront = std::max(largestFront, int(best.size()));
+      for (Entry &e : best)
+        e.trace = keep(e.trace);
+      best.shrink_to_fit();
+      fronts[index] = std::move(best);
+      // Next assignment (mixed radix, last position fastest).
+      for (int i = int(scope.size()) - 1; i >= 0; --i) {
+        if (++assignment[i] < problem.numChoices(scope[i]))
+          break;
+        assignment[i] = 0;
+      }
     }
-    largestFront = std::max(largestFront, int(best.size()));
-    fronts[index] = std::move(best);
-    // Next assignment (mixed radix, last position fastest).
-    for (int i = int(scope.size()) - 1; i >= 0; --i) {
-      if (++assignment[i] < problem.numChoices(scope[i]))
-        break;
-      assignment[i] = 0;
-    }
-  }
 
-  for (int t : involved)
+    building = false;
+  }
+  for (int t : involved) {
     tables[t].alive = false;
+    // Decoding needs the arena only.
+    std::vector<Front>().swap(tables[t].fronts);
+  }
   for (int n : scope) {
     adjacency[n].erase(x);
   }
@@ -380,19 +598,20 @@ bool Eliminator::eliminate(int x) {
   return true;
 }
 
-AssignmentSolution Eliminator::run() {
+AssignmentSolution Eliminator::run(const std::vector<int> &given,
+                                   std::vector<int> *used) {
   AssignmentSolution solution;
   int n = problem.numNodes();
   for (int i = 0; i < n; ++i)
     if (problem.numChoices(i) == 0)
       return solution; // a node with no choice: nothing is feasible
   // Without a budget memory plays no part: fronts collapse to one entry.
-  bool budgeted = problem.memoryBudget != AssignmentProblem::kInfinity;
+  bool budgeted = budget != AssignmentProblem::kInfinity;
   for (int i = 0; i < n; ++i) {
     std::vector<Front> fronts(problem.numChoices(i));
     for (int c = 0; c < problem.numChoices(i); ++c)
       if (problem.nodeCost[i][c] != AssignmentProblem::kInfinity &&
-          problem.nodeMemory[i][c] <= problem.memoryBudget)
+          problem.nodeMemory[i][c] <= budget)
         fronts[c].push_back({problem.nodeCost[i][c],
                              budgeted ? problem.nodeMemory[i][c] : 0.0, -1});
     addTable({i}, std::move(fronts));
@@ -411,40 +630,25 @@ AssignmentSolution Eliminator::run() {
     addTable({u, v}, std::move(fronts));
   }
 
-  // Min-weight greedy order: the node whose neighbourhood table is smallest.
-  // Within an elimination group (lowest first), the node whose
-  // neighbourhood table is smallest goes first.
-  std::set<std::tuple<int, int64_t, int>> queue;
-  std::vector<std::tuple<int, int64_t, int>> key(n);
-  auto weight = [&](int x) {
-    std::vector<int> scope(adjacency[x].begin(), adjacency[x].end());
-    int group = x < int(options.eliminationGroup.size())
-                    ? options.eliminationGroup[x]
-                    : 0;
-    return std::make_tuple(group, tableSize(scope) * problem.numChoices(x), x);
-  };
-  for (int i = 0; i < n; ++i) {
-    key[i] = weight(i);
-    queue.insert(key[i]);
+  // Two greedy orders, simulated on the graph; the elimination follows
+  // the one whose tables are smaller in all (min-weight unless weighted
+  // min-fill at least halves the work: ties between equally good plans are
+  // broken by the order, and min-weight is the historic one).
+  std::vector<int> chosen = given;
+  if (chosen.empty()) {
+    double weightWork = 0, fillWork = 0;
+    std::vector<int> byWeight = order(/*fill=*/false, weightWork);
+    std::vector<int> byFill = order(/*fill=*/true, fillWork);
+    chosen =
+        fillWork < 0.5 * weightWork ? std::move(byFill) : std::move(byWeight);
   }
-  std::vector<bool> done(n, false);
-  while (!queue.empty()) {
-    int x = std::get<2>(*queue.begin());
-    queue.erase(queue.begin());
-    std::vector<int> neighbours(adjacency[x].begin(), adjacency[x].end());
+  if (used)
+    *used = chosen;
+  for (int x : chosen)
     if (!eliminate(x)) {
       solution.exact = false;
       return solution;
     }
-    done[x] = true;
-    for (int m : neighbours) {
-      if (done[m])
-        continue;
-      queue.erase(key[m]);
-      key[m] = weight(m);
-      queue.insert(key[m]);
-    }
-  }
 
   // Combine the independent components' fronts.
   Front acc{{0.0, 0.0, -1}};
@@ -485,7 +689,25 @@ AssignmentSolution Eliminator::run() {
 
 AssignmentSolution mlir::tp::solveExact(const AssignmentProblem &problem,
                                         const SolverOptions &options) {
-  return Eliminator(problem, options).run();
+  double budget = problem.memoryBudget;
+  if (budget == AssignmentProblem::kInfinity)
+    return Eliminator(problem, options, budget).run();
+  // Without the budget, fronts hold one entry each and the elimination is
+  // plain min-sum. If that optimum fits the budget it is also the optimum
+  // under it (the budget only removes assignments); a training step's
+  // optimum usually fits (sharding pays for itself through the gradient
+  // and optimizer traffic), a forward graph's does not (replicated weights
+  // need no communication at all), and then this pass costs a fraction of
+  // the constrained one. An infeasible or abandoned first pass is final:
+  // the budget cannot add assignments, and both passes build the same
+  // tables.
+  std::vector<int> order;
+  AssignmentSolution free =
+      Eliminator(problem, options, AssignmentProblem::kInfinity)
+          .run({}, &order);
+  if (!free.feasible || (free.exact && free.memory <= budget))
+    return free;
+  return Eliminator(problem, options, budget).run(order);
 }
 
 AssignmentSolution mlir::tp::solveBruteForce(const AssignmentProblem &problem) {

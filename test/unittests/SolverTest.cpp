@@ -153,3 +153,81 @@ TEST(SolverTest, ForbiddenPairsAreRespected) {
 }
 
 } // namespace
+
+// A budget the unconstrained optimum fits is not binding: the solver
+// answers from the budget-free pass (one-entry fronts) with that optimum.
+TEST(SolverTest, NonBindingBudgetKeepsFrontsSmall) {
+  AssignmentProblem p = residualChain(300);
+  p.memoryBudget = 600; // all-"0.5" needs exactly 600
+  AssignmentSolution s = solveExact(p);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_TRUE(s.exact);
+  EXPECT_EQ(s.largestFront, 1);
+  EXPECT_DOUBLE_EQ(s.cost, 0.5 * 300);
+  EXPECT_LE(s.memory, p.memoryBudget);
+  // One byte less and the budget binds: fronts again, a dearer plan.
+  p.memoryBudget = 599;
+  AssignmentSolution t = solveExact(p);
+  ASSERT_TRUE(t.feasible);
+  EXPECT_GT(t.largestFront, 1);
+  EXPECT_GT(t.cost, s.cost);
+  EXPECT_LE(t.memory, p.memoryBudget);
+}
+
+/// A training-step-like ladder of `layers` rungs: a forward chain f_i, a
+/// backward chain b_i running the other way, each b_i reading f_i (a saved
+/// activation), and a weight w_i read by both. Random costs, 3 choices per
+/// node, memory on the weights.
+AssignmentProblem ladder(std::mt19937 &rng, int layers, double budget) {
+  std::uniform_real_distribution<double> cost(0.0, 10.0);
+  auto table = [&] {
+    std::vector<double> t;
+    for (int i = 0; i < 9; ++i)
+      t.push_back(cost(rng));
+    return t;
+  };
+  AssignmentProblem p;
+  std::vector<int> f, b, w;
+  for (int i = 0; i < layers; ++i) {
+    f.push_back(p.addNode({cost(rng), cost(rng), cost(rng)}));
+    b.push_back(p.addNode({cost(rng), cost(rng), cost(rng)}));
+    w.push_back(p.addNode({cost(rng), cost(rng), cost(rng)}, {4, 2, 1}));
+  }
+  for (int i = 0; i < layers; ++i) {
+    if (i + 1 < layers) {
+      p.addEdge(f[i], f[i + 1], table());
+      p.addEdge(b[i + 1], b[i], table());
+    }
+    p.addEdge(f[i], b[i], table());
+    p.addEdge(w[i], f[i], table());
+    p.addEdge(w[i], b[i], table());
+  }
+  p.addEdge(f[layers - 1], b[layers - 1], table());
+  p.memoryBudget = budget;
+  return p;
+}
+
+// The ladder is solved exactly (enumeration agrees on small ones, with and
+// without a binding budget) and with a small elimination width however
+// long it is: the backward's reads of forward values do not widen scopes.
+TEST(SolverTest, TrainingLadder) {
+  std::mt19937 rng(7);
+  for (double budget : {kInf, 4.0 * 4, 2.0 * 4, 1.5 * 4}) {
+    AssignmentProblem p = ladder(rng, 4, budget);
+    AssignmentSolution brute = solveBruteForce(p);
+    AssignmentSolution exact = solveExact(p);
+    ASSERT_EQ(exact.feasible, brute.feasible);
+    ASSERT_TRUE(exact.feasible);
+    EXPECT_NEAR(exact.cost, brute.cost, 1e-9) << "budget " << budget;
+    EXPECT_LE(exact.memory, budget);
+  }
+  for (auto [layers, budget] : {std::pair<int, double>{3000, kInf},
+                                 std::pair<int, double>{100, 2.0 * 100}}) {
+    AssignmentProblem p = ladder(rng, layers, budget);
+    AssignmentSolution s = solveExact(p);
+    ASSERT_TRUE(s.feasible);
+    EXPECT_TRUE(s.exact);
+    EXPECT_LE(s.width, 3) << layers << " layers";
+    EXPECT_LE(s.memory, p.memoryBudget);
+  }
+}

@@ -66,18 +66,25 @@ struct SolverOptions {
   /// refused (the solver reports infeasible with exact=false).
   int64_t maxTableSize = int64_t(1) << 24;
   /// Optional elimination groups, one per node: nodes of a lower group are
-  /// eliminated first (within a group, the smallest neighbourhood table
-  /// first). The planner puts the inside of every layer in group 0 and the
-  /// values between layers in increasing groups, so that the Pareto fronts
-  /// of one layer never travel through the inside of the next one.
+  /// eliminated first (within a group, in min-weight or weighted min-fill
+  /// order, see solveExact). The planner puts the inside of every layer in
+  /// group 0 and the values between layers in increasing groups, so that the
+  /// Pareto fronts of one layer never travel through the inside of the next
+  /// one.
   std::vector<int> eliminationGroup;
 };
 
-/// Exact solver: bucket (variable) elimination in min-fill order, where each
-/// table entry holds the Pareto front of (cost, memory) over the eliminated
-/// nodes. Exact for the constrained problem: a partial solution dominated in
-/// both cost and memory can be replaced in any completion by the one that
-/// dominates it. Runs in time exponential only in the elimination width.
+/// Exact solver: bucket (variable) elimination, where each table entry holds
+/// the Pareto front of (cost, memory) over the eliminated nodes. Exact for
+/// the constrained problem: a partial solution dominated in both cost and
+/// memory can be replaced in any completion by the one that dominates it.
+/// Runs in time exponential only in the elimination width. The order is
+/// greedy within each elimination group: min-weight (smallest neighbourhood
+/// table first), or weighted min-fill (fewest new table entries first) when
+/// its simulated work is under half of min-weight's. With a budget, the
+/// problem is first solved without it (one-entry fronts); when that optimum
+/// fits the budget it is returned (largestFront is then 1), else the
+/// constrained problem is solved in the same order.
 AssignmentSolution solveExact(const AssignmentProblem &problem,
                               const SolverOptions &options = {});
 
