@@ -64,28 +64,14 @@ done
 # The bundle limit: what one device run may carry (docs/gpu.md).
 limit_mib=60
 
-# set_runpath FILE PATH: replaces FILE's run path (the build folder) in
-# place with PATH, NUL-padded; kept when PATH does not fit (the libraries are
-# then found by soname, already loaded, or through LD_LIBRARY_PATH).
+# set_runpath FILE PATH: replaces FILE's run path (the build folder) with
+# PATH (patchelf, installed by scripts/setup.sh), so the bundle finds its own
+# lib/ wherever it is unpacked.
 set_runpath() {
-  python3 - "$1" "$2" <<'EOF' || { echo "gpu-check: cannot set the run path of $1" >&2; return 1; }
-import re, subprocess, sys
-path, new = sys.argv[1], sys.argv[2].encode()
-dynamic = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
-found = re.search(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]", dynamic)
-if not found:
-    sys.exit(0)
-old = found.group(1).encode()
-if len(new) > len(old):
-    print("gpu-check: %s keeps its run path %s" % (path, old.decode()), file=sys.stderr)
-    sys.exit(0)
-data = bytearray(open(path, "rb").read())
-at = data.find(old + b"\0")
-if at < 0 or data.find(old + b"\0", at + 1) >= 0:
-    sys.exit("gpu-check: the run path %r of %s is not in the file once" % (old, path))
-data[at:at + len(old)] = new + b"\0" * (len(old) - len(new))
-open(path, "wb").write(data)
-EOF
+  command -v patchelf >/dev/null ||
+    { echo "gpu-check: patchelf is missing (scripts/setup.sh installs it)" >&2; return 1; }
+  patchelf --set-rpath "$2" "$1" ||
+    { echo "gpu-check: cannot set the run path of $1" >&2; return 1; }
 }
 
 prepare() {

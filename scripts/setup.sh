@@ -10,6 +10,8 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22 libclang-rt-22-dev
   # build tools
   cmake ninja-build ccache
+  # run paths of the GPU bundle (scripts/gpu-check.sh)
+  patchelf
   # runtime backends and solvers
   libopenmpi-dev openmpi-bin coinor-libcbc-dev libopenblas-dev
   # tests
