@@ -18,6 +18,7 @@
 #endif
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -171,12 +172,23 @@ int launchLocalRanks(const std::vector<std::string> &rankArgs, long nproc,
   auto start = Clock::now();
   auto stopping = Clock::time_point();
   bool stopped = false, killed = false, timedOut = false;
-  auto beginStop = [&]() {
+  // A rank that exits with an error is usually one of several that found
+  // the same problem, and rank 0 is the one that says what it is: the
+  // others get a grace period to exit (and print) on their own before
+  // SIGTERM, then SIGKILL 5 s later. A signal or a timeout stops at once.
+  auto graceUntil = Clock::time_point::max();
+  bool terminated = false;
+  auto beginStop = [&](std::chrono::milliseconds grace =
+                           std::chrono::milliseconds(0)) {
     if (stopped)
       return;
     stopped = true;
-    stopping = Clock::now();
-    stopAll(SIGTERM);
+    stopping = Clock::now() + grace;
+    graceUntil = stopping;
+    if (grace.count() == 0) {
+      terminated = true;
+      stopAll(SIGTERM);
+    }
   };
   if (firstFailure >= 0)
     beginStop();
@@ -203,7 +215,7 @@ int launchLocalRanks(const std::vector<std::string> &rankArgs, long nproc,
                        running == 1 ? "" : "s");
         std::fprintf(stderr, "\n");
         std::fflush(stderr);
-        beginStop();
+        beginStop(std::chrono::milliseconds(2000));
       }
       continue;
     }
@@ -211,12 +223,17 @@ int launchLocalRanks(const std::vector<std::string> &rankArgs, long nproc,
       break;
     if (pid < 0 && errno == ECHILD)
       break;
-    if (launcherSignal && !stopped) {
+    if (launcherSignal && !terminated) {
+      // Also ends a grace period: the user asked to stop.
       std::fprintf(stderr, "tp-runner: --nproc: got signal %d; stopping "
                            "%ld rank%s\n", int(launcherSignal), running,
                    running == 1 ? "" : "s");
-      firstFailure = 128 + int(launcherSignal);
-      beginStop();
+      if (firstFailure < 0)
+        firstFailure = 128 + int(launcherSignal);
+      if (!stopped)
+        beginStop();
+      graceUntil = Clock::now();
+      stopping = std::min(stopping, graceUntil);
     }
     if (!stopped && timeoutSeconds > 0 &&
         Clock::now() - start >= std::chrono::seconds(timeoutSeconds)) {
@@ -226,6 +243,10 @@ int launchLocalRanks(const std::vector<std::string> &rankArgs, long nproc,
                    running, nproc, nproc == 1 ? "" : "s", timeoutSeconds);
       std::fflush(stderr);
       beginStop();
+    }
+    if (stopped && !terminated && Clock::now() >= graceUntil) {
+      terminated = true;
+      stopAll(SIGTERM);
     }
     if (stopped && !killed &&
         Clock::now() - stopping >= std::chrono::seconds(5)) {
