@@ -181,8 +181,9 @@ public:
 
 private:
   int addTable(std::vector<int> scope, std::vector<Front> fronts);
-  int64_t tableSize(const std::vector<int> &scope) const;
-  int64_t tableSize(const std::set<int> &scope) const;
+  /// Entries of a table over `scope` (a vector or set of nodes), capped at
+  /// maxTableSize + 1.
+  template <typename Scope> int64_t tableSize(const Scope &scope) const;
   /// A greedy elimination order over the current graph (simulated on a
   /// copy of the adjacency) and its work: the sum over eliminated nodes of
   /// their neighbourhood table size times their choices.
@@ -215,17 +216,8 @@ private:
   int largestFront = 0;
 };
 
-int64_t Eliminator::tableSize(const std::vector<int> &scope) const {
-  int64_t size = 1;
-  for (int n : scope) {
-    size *= problem.numChoices(n);
-    if (size > options.maxTableSize)
-      return options.maxTableSize + 1;
-  }
-  return size;
-}
-
-int64_t Eliminator::tableSize(const std::set<int> &scope) const {
+template <typename Scope>
+int64_t Eliminator::tableSize(const Scope &scope) const {
   int64_t size = 1;
   for (int n : scope) {
     size *= problem.numChoices(n);

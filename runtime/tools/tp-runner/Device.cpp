@@ -25,26 +25,25 @@ DeviceMemory::DeviceMemory(tprt_context *ctx, DeviceFailure &failure)
   device = isDevice != 0;
 }
 
-tprt_status DeviceMemory::upload(void *buffer, const void *host,
-                                 size_t bytes) const {
+tprt_status DeviceMemory::copy(void *dst, const void *src,
+                               size_t bytes) const {
   if (bytes == 0)
     return TPRT_OK;
   if (!device) {
-    std::memcpy(buffer, host, bytes);
+    std::memcpy(dst, src, bytes);
     return TPRT_OK;
   }
-  return tprt_memcpy(ctx, buffer, host, bytes);
+  return tprt_memcpy(ctx, dst, src, bytes);
+}
+
+tprt_status DeviceMemory::upload(void *buffer, const void *host,
+                                 size_t bytes) const {
+  return copy(buffer, host, bytes);
 }
 
 tprt_status DeviceMemory::download(void *host, const void *buffer,
                                    size_t bytes) const {
-  if (bytes == 0)
-    return TPRT_OK;
-  if (!device) {
-    std::memcpy(host, buffer, bytes);
-    return TPRT_OK;
-  }
-  return tprt_memcpy(ctx, host, buffer, bytes);
+  return copy(host, buffer, bytes);
 }
 
 tprt_status DeviceMemory::synchronize() const {

@@ -75,6 +75,9 @@ public:
                         const char *&call) const;
 
 private:
+  /// Host memcpy for host buffers, else tprt_memcpy (either direction).
+  tprt_status copy(void *dst, const void *src, size_t bytes) const;
+
   tprt_context *ctx;
   bool device = false;
 };
