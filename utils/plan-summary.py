@@ -39,7 +39,7 @@ def main():
                                              layouts))
         for r in fn["reshards"]:
             for s in r["steps"]:
-                if s["collective"] == "slice":
+                if s["collective"] in ("slice", "make_partial"):
                     continue
                 red = " " + s["reduction"] if "reduction" in s else ""
                 dim = ""

@@ -60,6 +60,8 @@ StringRef mlir::tp::stringifyCollectiveKind(CollectiveKind kind) {
     return "all_to_all";
   case CollectiveKind::Slice:
     return "slice";
+  case CollectiveKind::MakePartial:
+    return "make_partial";
   }
   llvm_unreachable("unknown collective kind");
 }
@@ -124,10 +126,23 @@ mlir::tp::planReshard(LayoutAttr from, LayoutAttr to,
   // 1. Partial axes.
   SmallVector<StringAttr> wantPartial = to.getPartialAxesList();
   if (to.isPartial()) {
-    for (StringAttr axis : wantPartial)
-      if (!llvm::is_contained(from.getPartialAxesList(), axis) ||
-          from.getPartialKind() != to.getPartialKind())
-        return failure(); // partial values cannot be made from whole ones
+    bool fromWhole = !from.isPartial();
+    if (!fromWhole && from.getPartialKind() != to.getPartialKind())
+      return failure(); // one partial kind cannot become another
+    for (StringAttr axis : wantPartial) {
+      if (llvm::is_contained(from.getPartialAxesList(), axis))
+        continue;
+      if (!fromWhole)
+        return failure(); // a value partial over other axes only
+      CollectiveStep step;
+      step.kind = CollectiveKind::MakePartial;
+      step.axis = axis;
+      step.groupSize = sizeOf(axis);
+      step.reduction = to.getPartialKind();
+      step.inputShape = local;
+      step.outputShape = local;
+      steps.push_back(std::move(step));
+    }
   }
   for (StringAttr axis : from.getPartialAxesList()) {
     if (llvm::is_contained(wantPartial, axis))
@@ -218,6 +233,7 @@ double CostModel::collectiveMessageBytes(const CollectiveStep &step,
   case CollectiveKind::AllGather:
     return numElements(step.outputShape) * elementBytes;
   case CollectiveKind::Slice:
+  case CollectiveKind::MakePartial:
     return 0;
   }
   llvm_unreachable("unknown collective kind");
@@ -243,6 +259,12 @@ double CostModel::collectiveTime(const CollectiveStep &step,
   if (step.kind == CollectiveKind::Slice)
     return numElements(step.outputShape) * elementBytes /
            profile.memoryBandwidth;
+  // Making a value partial: nothing for max/min, a masking pass for sum.
+  if (step.kind == CollectiveKind::MakePartial)
+    return step.reduction == ReductionKind::Sum
+               ? numElements(step.outputShape) * elementBytes /
+                     profile.memoryBandwidth
+               : 0;
   double steps = step.kind == CollectiveKind::AllReduce ? 2 * (p - 1) : p - 1;
   return profile.launchLatency + steps * profile.linkLatency +
          collectiveWireBytes(step, elementBytes) / profile.linkBandwidth;

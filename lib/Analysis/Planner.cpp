@@ -45,6 +45,7 @@
 
 #include "tp/Analysis/Planner.h"
 
+#include "tp/Analysis/Rematerialize.h"
 #include "tp/Analysis/ShardingRules.h"
 #include "tp/Analysis/Solver.h"
 #include "tp/Analysis/TrainingMemory.h"
@@ -1258,6 +1259,15 @@ FailureOr<Plan> PlanBuilder::run() {
   plan.mesh = mesh;
   plan.func = func;
   if (func.getBody().hasOneBlock()) {
+    // Phase 0: cheap values shared by several consumers get one copy each.
+    int64_t numOps = func.getBody().front().getOperations().size();
+    RematerializeStats remat = rematerializeSharedValues(
+        func, options.largeConstantBytes, 4 * numOps + 1000);
+    plan.rematerialized = remat.clones;
+    if (remat.leftShared)
+      plan.remarks.push_back(llvm::formatv(
+          "{0} cheap shared values stay shared (clone limit reached)",
+          remat.leftShared));
     computeTokenClasses();
     computeResidualStream();
   }
@@ -1319,22 +1329,31 @@ FailureOr<Plan> PlanBuilder::run() {
         return 0.0;
       return exact ? kInf : reshardTime(from, to, value);
     };
-    if (valueUses.size() == 1) {
-      auto [v, in] = valueUses.front();
-      const Node &consumer = nodes[v];
-      addToEdge(u, v, prod.strategies.size(), consumer.strategies.size(),
-                [&, in = in](size_t a, size_t b) {
-                  return price(resultOf(a), consumer.strategies[b].inputs[in.slot],
-                               in.exact || paramExact);
-                });
-      continue;
-    }
     llvm::SetVector<LayoutAttr> produced, wanted;
     for (size_t a = 0; a < prod.strategies.size(); ++a)
       produced.insert(resultOf(a));
     for (auto &[v, in] : valueUses)
       for (const Strategy &st : nodes[v].strategies)
         wanted.insert(st.inputs[in.slot]);
+    // One use, or one produced layout from which every wanted layout is a
+    // free slice (a replicated input read by every layer): nothing to share,
+    // each use gets its own edge (a fan-out node would join the consumers).
+    bool freeFromOne =
+        produced.size() == 1 && llvm::all_of(wanted, [&](LayoutAttr l) {
+          return price(produced.front(), l, paramExact) == 0.0;
+        });
+    if (valueUses.size() == 1 || freeFromOne) {
+      for (auto &[v, in] : valueUses) {
+        const Node &consumer = nodes[v];
+        addToEdge(u, v, prod.strategies.size(), consumer.strategies.size(),
+                  [&, in = in](size_t a, size_t b) {
+                    return price(resultOf(a),
+                                 consumer.strategies[b].inputs[in.slot],
+                                 in.exact || paramExact);
+                  });
+      }
+      continue;
+    }
     FanOut fan;
     fan.value = value;
     for (LayoutAttr p : produced) {
@@ -1480,7 +1499,8 @@ FailureOr<Plan> PlanBuilder::run() {
         r.time += costModel.collectiveTime(step, elementBytes);
         r.wireBytes += costModel.collectiveWireBytes(step, elementBytes);
         r.messageBytes += costModel.collectiveMessageBytes(step, elementBytes);
-        if (step.kind != CollectiveKind::Slice)
+        if (step.kind != CollectiveKind::Slice &&
+            step.kind != CollectiveKind::MakePartial)
           ++totals.numCollectives;
       }
       totals.communicationTime += r.time;
@@ -1736,6 +1756,7 @@ llvm::json::Object mlir::tp::getPlanReport(const Plan &plan,
   if (std::optional<TrainingMemory> training = analyzeTrainingMemory(plan))
     report["training"] = getTrainingReport(*training);
   report["solver"] = Object{{"exact", plan.exact},
+                            {"rematerialized", plan.rematerialized},
                             {"nodes", plan.numNodes},
                             {"strategies", plan.numStrategies},
                             {"width", plan.solverWidth},

@@ -114,38 +114,49 @@ static std::optional<ReductionKind> identityKind(Value value) {
   return std::nullopt;
 }
 
-/// Whether `value` reaches the body's only yielded value through casts
-/// alone (so that a zero gathered element yields zero).
-static bool yieldsUnchanged(Value value, Block *body) {
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  if (yield.getNumOperands() != 1)
+/// Whether the partitioner may mask a lookup from a row-split table in
+/// `linalgOp`'s body: the body yields one value and reads no output (a pure
+/// map), so that yielding 0 on the devices that do not hold the row makes
+/// the results partial sums of the lookup, whatever the body computes from
+/// the gathered element (`x`, `select(valid, -x, 0)`, `x * scale`, ...).
+static bool isMaskableLookup(linalg::LinalgOp linalgOp,
+                             tensor::ExtractOp extract) {
+  Block *body = linalgOp.getBlock();
+  if (extract->getBlock() != body || linalgOp.getNumDpsInits() != 1 ||
+      linalgOp.getNumReductionLoops() != 0)
     return false;
-  Value v = yield.getOperand(0);
-  while (v != value) {
-    Operation *def = v.getDefiningOp();
-    if (!def || !isa<arith::ExtFOp, arith::TruncFOp, arith::BitcastOp>(def))
+  for (BlockArgument out : linalgOp.getRegionOutputArgs())
+    if (!out.use_empty())
       return false;
-    v = def->getOperand(0);
-  }
-  return true;
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  return yield.getNumOperands() == 1 &&
+         isa<FloatType, IntegerType>(yield.getOperand(0).getType());
 }
 
-/// Adds the tensors a linalg body gathers from to `rule.captured`.
+/// Adds the tensors a linalg body gathers from to `rule.captured`. A
+/// dimension indexed by a loop (`linalg.index`) of the same extent carries
+/// that loop's factor; one indexed by a loop over fewer elements than the
+/// table holds (a position table read at 0..S-1) is read whole; one indexed
+/// by data (a token id) gets a factor of its own when the lookup can be
+/// masked (isMaskableLookup), at most one per body.
 static void addGathers(linalg::LinalgOp linalgOp, ShardingRule &rule) {
   Operation *op = linalgOp;
   Block *body = linalgOp.getBlock();
+  SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
+  bool maskUsed = false;
   body->walk([&](tensor::ExtractOp extract) {
     Value table = extract.getTensor();
     if (op->isAncestor(table.getParentRegion()->getParentOp()))
       return;
     auto type = cast<RankedTensorType>(table.getType());
-    bool masked = extract->getBlock() == body &&
-                  yieldsUnchanged(extract.getResult(), body);
+    bool masked = !maskUsed && isMaskableLookup(linalgOp, extract);
     TensorFactors dims;
     for (auto [d, index] : llvm::enumerate(extract.getIndices())) {
       SmallVector<int64_t, 1> &dim = dims.emplace_back();
       if (auto loop = index.getDefiningOp<linalg::IndexOp>()) {
-        dim.push_back(loop.getDim());
+        int64_t f = loop.getDim();
+        if (!type.isDynamicDim(d) && type.getDimSize(d) == ranges[f])
+          dim.push_back(f);
         continue;
       }
       if (masked && !type.isDynamicDim(d)) {
@@ -154,6 +165,7 @@ static void addGathers(linalg::LinalgOp linalgOp, ShardingRule &rule) {
             {type.getDimSize(d), FactorKind::Reduction, ReductionKind::Sum});
         dim.push_back(rule.factors.size() - 1);
         masked = false; // one gathered dimension at most
+        maskUsed = true;
       }
     }
     rule.captured.push_back({table, std::move(dims)});

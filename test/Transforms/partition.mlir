@@ -100,3 +100,23 @@ func.func @two_axes(%x: tensor<16x8xf32> {tp.layout = #tp.layout<@g, [["dp", "tp
     -> (tensor<16x8xf32> {tp.layout = #tp.layout<@g, [-, -]>}) {
   return {tp.operand_layouts = [#tp.layout<@g, [-, -]>]} %x : tensor<16x8xf32>
 }
+// A whole value made a partial sum: kept on the axis' first device, zeros
+// on the others (no communication).
+// CHECK-LABEL: func.func @whole_to_partial_sum
+// CHECK: %[[I:.*]] = tp.axis_index @m ["tp"] : index
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[I]], %c0
+// CHECK: %[[ZEROS:.*]] = arith.constant dense<0.000000e+00> : tensor<8xf32>
+// CHECK: %[[R:.*]] = arith.select %[[FIRST]], %{{.*}}, %[[ZEROS]] : tensor<8xf32>
+// CHECK: return %[[R]]
+func.func @whole_to_partial_sum(%x: tensor<8xf32> {tp.layout = #tp.layout<@m, [-]>})
+    -> (tensor<8xf32> {tp.layout = #tp.layout<@m, [-], partial = sum("tp")>}) {
+  return {tp.operand_layouts = [#tp.layout<@m, [-], partial = sum("tp")>]} %x : tensor<8xf32>
+}
+// A whole value is already a partial max (max is idempotent).
+// CHECK-LABEL: func.func @whole_to_partial_max
+// CHECK-SAME: (%[[X:.*]]: tensor<8xf32>
+// CHECK-NEXT: return %[[X]]
+func.func @whole_to_partial_max(%x: tensor<8xf32> {tp.layout = #tp.layout<@m, [-]>})
+    -> (tensor<8xf32> {tp.layout = #tp.layout<@m, [-], partial = max("tp")>}) {
+  return {tp.operand_layouts = [#tp.layout<@m, [-], partial = max("tp")>]} %x : tensor<8xf32>
+}

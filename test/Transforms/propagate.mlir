@@ -67,12 +67,13 @@ func.func @pinned_rows(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
 
 // -----
 
-// A max-reduction over a split dimension leaves a partial max, and a fill
-// of -inf is a valid partial max for free.
+// A max-reduction over a split dimension leaves a partial max, and its
+// init, whatever value it holds, is a valid partial max for free (max is
+// idempotent: every device may start from the same init).
 // CHECK-LABEL: func.func @partial_max
 // CHECK-SAME: tensor<64x262144xf32> {tp.layout = #tp.layout<@tp, [-, "tp"]>}
-// CHECK: linalg.fill {{.*}}tp.result_layouts = [#tp.layout<@tp, [-], partial = max("tp")>]
-// CHECK: linalg.generic {{.*}}tp.result_layouts = [#tp.layout<@tp, [-], partial = max("tp")>]
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}}tp.operand_layouts = [#tp.layout<@tp, [-, "tp"]>, #tp.layout<@tp, [-], partial = max("tp")>]{{.*}}tp.result_layouts = [#tp.layout<@tp, [-], partial = max("tp")>]
 // CHECK: return {tp.operand_layouts = [#tp.layout<@tp, [-]>]}
 tp.mesh @tp ["tp" = 4]
 func.func @partial_max(%x: tensor<64x262144xf32> {tp.layout = #tp.layout<@tp, [-, "tp"]>}) -> tensor<64xf32> {
@@ -87,6 +88,48 @@ func.func @partial_max(%x: tensor<64x262144xf32> {tp.layout = #tp.layout<@tp, [-
     linalg.yield %r : f32
   } -> tensor<64xf32>
   return %m : tensor<64xf32>
+}
+
+// -----
+
+// Regression (front-end spellings of a max init: torch-mlir's
+// -3.40282347E+38, a hand-written -1e30, or a finite value like 0): the
+// vocabulary stays split and only the [tokens] maxima are reduced, whether
+// the init is a fill or a constant tensor.
+// CHECK-LABEL: func.func @max_init_spellings
+// CHECK-COUNT-3: linalg.generic {{.*}}tp.result_layouts = [#tp.layout<@tp, [-], partial = max("tp")>]
+// CHECK: return {tp.operand_layouts = [#tp.layout<@tp, [-]>, #tp.layout<@tp, [-]>, #tp.layout<@tp, [-]>]}
+tp.mesh @tp ["tp" = 4]
+func.func @max_init_spellings(%x: tensor<64x262144xf32> {tp.layout = #tp.layout<@tp, [-, "tp"]>})
+    -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) {
+  %lowest = arith.constant -3.40282347E+38 : f32
+  %big = arith.constant -1.000000e+30 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %f1 = linalg.fill ins(%lowest : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %f2 = linalg.fill ins(%big : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %f3 = arith.constant dense<0.0> : tensor<64xf32>
+  %m1 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<64x262144xf32>) outs(%f1 : tensor<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %m2 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<64x262144xf32>) outs(%f2 : tensor<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %m3 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<64x262144xf32>) outs(%f3 : tensor<64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %in, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  return %m1, %m2, %m3 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
 }
 
 // -----

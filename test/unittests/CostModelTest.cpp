@@ -86,12 +86,35 @@ TEST_F(CostModelTest, TwoAxisChanges) {
             (Steps{"all_reduce(dp) 16 8", "reduce_scatter(tp,1) 16 2"}));
 }
 
-// Partial values cannot be made from whole ones, nor one kind from another.
-TEST_F(CostModelTest, InfeasibleChanges) {
+// A whole value becomes partial locally (make-partial, before any split);
+// one partial kind cannot become another, and a value partial over one axis
+// cannot gain another.
+TEST_F(CostModelTest, MakePartial) {
   EXPECT_EQ(plan("[-, -]", "[-, -], partial = sum(\"tp\")", {16, 8}),
-            (Steps{"infeasible"}));
+            (Steps{"make_partial(tp) 16 8"}));
+  EXPECT_EQ(plan("[-, -]", "[\"dp\", -], partial = max(\"tp\")", {16, 8}),
+            (Steps{"make_partial(tp) 16 8", "slice(dp,0) 8 8"}));
+  // Free for max and min (idempotent), one masking pass for sum.
+  CostModel costModel(*DeviceProfile::lookup("h100-nvlink"));
+  auto steps = *planReshard(layout("[-, -]"),
+                            layout("[-, -], partial = max(\"tp\")"),
+                            {16, 8}, mesh);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(costModel.collectiveTime(steps[0], 4), 0.0);
+  EXPECT_EQ(costModel.collectiveWireBytes(steps[0], 4), 0.0);
+  steps = *planReshard(layout("[-, -]"),
+                       layout("[-, -], partial = sum(\"tp\")"), {16, 8},
+                       mesh);
+  EXPECT_GT(costModel.collectiveTime(steps[0], 4), 0.0);
+  EXPECT_EQ(costModel.collectiveWireBytes(steps[0], 4), 0.0);
+}
+
+TEST_F(CostModelTest, InfeasibleChanges) {
   EXPECT_EQ(plan("[-, -], partial = max(\"tp\")",
                  "[-, -], partial = sum(\"tp\")", {16, 8}),
+            (Steps{"infeasible"}));
+  EXPECT_EQ(plan("[-, -], partial = sum(\"dp\")",
+                 "[-, -], partial = sum(\"dp\", \"tp\")", {16, 8}),
             (Steps{"infeasible"}));
 }
 

@@ -44,7 +44,20 @@ struct DeviceProfile {
   static llvm::SmallVector<llvm::StringRef> names();
 };
 
-enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Slice };
+/// `Slice` and `MakePartial` are local steps (no communication): a slice
+/// keeps this device's block of a whole value; make-partial turns a whole
+/// value into a pending reduction over an axis: for max and min the value
+/// itself (they are idempotent: every device holding the whole value is a
+/// valid set of terms), for sum the value on the axis' first device and
+/// zeros on the others.
+enum class CollectiveKind {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Slice,
+  MakePartial
+};
 llvm::StringRef stringifyCollectiveKind(CollectiveKind kind);
 
 /// One collective of a resharding, on local shapes.
@@ -65,9 +78,10 @@ struct CollectiveStep {
 /// layout `to` on `mesh`, in order: partial axes first (reduce-scatter into a
 /// split the target wants, else all-reduce), then splits the target does not
 /// want (all-to-all into a dimension it does want, else all-gather, minor
-/// axis first), then the remaining splits (slices, major axis first). Fails
-/// when no collective sequence exists (a partial value cannot be made from a
-/// non-partial one, nor one partial kind from another).
+/// axis first), then the remaining splits (slices, major axis first). A
+/// partial axis the target wants and the value lacks is a make-partial step
+/// (first, on a value that is not partial). Fails when no sequence exists
+/// (one partial kind cannot become another).
 FailureOr<SmallVector<CollectiveStep>>
 planReshard(LayoutAttr from, LayoutAttr to, ArrayRef<int64_t> globalShape,
             MeshOp mesh);

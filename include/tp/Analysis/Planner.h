@@ -101,6 +101,8 @@ struct Plan {
   SmallVector<std::string> remarks;
   PlanTotals totals;
   bool exact = true;
+  /// Ops cloned in phase 0 (Rematerialize.h).
+  int64_t rematerialized = 0;
   int64_t numNodes = 0;
   int64_t numStrategies = 0;
   int solverWidth = 0;

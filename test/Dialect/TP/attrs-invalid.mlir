@@ -157,7 +157,7 @@ func.func @global_shape_negative(%x: tensor<2x8xf32> {tp.global_shape = array<i6
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param', 'tp.global_shape', 'tp.init', 'tp.state' and 'tp.updates'}}
+// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param', 'tp.global_shape', 'tp.init', 'tp.name', 'tp.state' and 'tp.updates'}}
 func.func @unknown_tp_attr(%x: tensor<8xf32> {tp.shard}) {
   return
 }
@@ -355,4 +355,18 @@ func.func @updates_not_index(%m: tensor<8xf32>) -> (tensor<8xf32> {tp.updates = 
 // expected-error @+1 {{'func.func' op result 0: 'tp.updates' names argument 0 of type 'tensor<8x8xf32>' but the result has type 'tensor<8x4xf32>'}}
 func.func @updates_global_mismatch(%m: tensor<8x2xf32> {tp.global_shape = array<i64: 8, 8>}) -> (tensor<8x2xf32> {tp.global_shape = array<i64: 8, 4>, tp.updates = 0 : i64}) {
   return %m : tensor<8x2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.name' must be a non-empty string, got 3 : i64}}
+func.func @name_not_string(%x: tensor<8xf32> {tp.name = 3}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.name' must be a non-empty string, got ""}}
+func.func @name_empty(%x: tensor<8xf32> {tp.name = ""}) {
+  return
 }

@@ -124,6 +124,14 @@ verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
                          << attr.getValue();
     return success();
   }
+  if (name == TPDialect::getNameAttrName()) {
+    auto text = dyn_cast<StringAttr>(attr.getValue());
+    if (!text || text.getValue().empty())
+      return emitError() << "'" << name
+                         << "' must be a non-empty string, got "
+                         << attr.getValue();
+    return success();
+  }
   if (name == TPDialect::getUpdatesAttrName())
     return emitError() << "'" << name
                        << "' belongs on function results, not arguments";
@@ -133,6 +141,7 @@ verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
                      << TPDialect::getParamAttrName() << "', '"
                      << TPDialect::getGlobalShapeAttrName() << "', '"
                      << TPDialect::getInitAttrName() << "', '"
+                     << TPDialect::getNameAttrName() << "', '"
                      << TPDialect::getStateAttrName() << "' and '"
                      << TPDialect::getUpdatesAttrName() << "'";
 }

@@ -214,6 +214,10 @@ LogicalResult FunctionPartitioner::fixLinalgBody(
   // 1. linalg.index of a split loop: global index = local + offset.
   SmallVector<linalg::IndexOp> indexOps;
   body->walk([&](linalg::IndexOp index) { indexOps.push_back(index); });
+  // Loop indices as the body read them before (global loop coordinates).
+  DenseSet<Value> loopIndices;
+  for (linalg::IndexOp index : indexOps)
+    loopIndices.insert(index);
   for (linalg::IndexOp index : indexOps) {
     int64_t d = index.getDim();
     if (d >= int64_t(loops.size()) || loops[d].axes.empty())
@@ -222,6 +226,7 @@ LogicalResult FunctionPartitioner::fixLinalgBody(
     Value global =
         arith::AddIOp::create(inside, index.getLoc(), index, offsetOf(d));
     index.getResult().replaceAllUsesExcept(global, global.getDefiningOp());
+    loopIndices.insert(global);
   }
 
   // 2. Captured tensors: read at local coordinates; data-dependent rows of
@@ -249,11 +254,9 @@ LogicalResult FunctionPartitioner::fixLinalgBody(
       Value localIndex = arith::SubIOp::create(inside, eloc, index, offset);
       // Rows indexed by a loop are in range by construction; rows from data
       // (token ids) may belong to another device.
-      Operation *def = index.getDefiningOp();
-      bool fromLoop =
-          def && (isa<linalg::IndexOp>(def) ||
-                  (isa<arith::AddIOp>(def) &&
-                   def->getOperand(0).getDefiningOp<linalg::IndexOp>()));
+      // (The sharding rule splits a loop-indexed dimension only where the
+      // table and the loop have the same extent.)
+      bool fromLoop = loopIndices.contains(index);
       if (!fromLoop) {
         Value size = arith::ConstantIndexOp::create(inside, eloc, localSize);
         Value ok = arith::CmpIOp::create(inside, eloc, arith::CmpIPredicate::ult,
@@ -268,13 +271,17 @@ LogicalResult FunctionPartitioner::fixLinalgBody(
     }
     extract.getIndicesMutable().assign(indices);
     if (inRange) {
-      OpBuilder after(extract->getBlock(), std::next(extract->getIterator()));
-      Value zero = createIdentity(after, eloc, ReductionKind::Sum,
-                                  extract.getType());
+      // The body is a pure map (isMaskableLookup in ShardingRules.cpp):
+      // devices that do not hold the row yield 0, whatever the body
+      // computes from the element, so the results are partial sums.
+      auto yield = cast<linalg::YieldOp>(body->getTerminator());
+      OpBuilder before(yield);
+      Value yielded = yield.getOperand(0);
+      Value zero = createIdentity(before, eloc, ReductionKind::Sum,
+                                  yielded.getType());
       Value masked =
-          arith::SelectOp::create(after, eloc, inRange, extract, zero);
-      extract.getResult().replaceAllUsesExcept(masked,
-                                               masked.getDefiningOp());
+          arith::SelectOp::create(before, eloc, inRange, yielded, zero);
+      yield->setOperand(0, masked);
     }
   }
 

@@ -130,6 +130,20 @@ FailureOr<Value> mlir::tp::emitReshard(OpBuilder &builder, Location loc,
                           step.outputShape[step.concatDim]);
       break;
     }
+    case CollectiveKind::MakePartial: {
+      // max/min: the whole value is already a valid term on every device.
+      if (step.reduction != ReductionKind::Sum)
+        break;
+      // sum: the value on the axis' first device, zeros elsewhere.
+      Value index = AxisIndexOp::create(builder, loc, meshRef, axes);
+      Value first = arith::ConstantIndexOp::create(builder, loc, 0);
+      Value isFirst = arith::CmpIOp::create(
+          builder, loc, arith::CmpIPredicate::eq, index, first);
+      Value zeros = arith::ConstantOp::create(
+          builder, loc, type, builder.getZeroAttr(type));
+      value = arith::SelectOp::create(builder, loc, isFirst, value, zeros);
+      break;
+    }
     case CollectiveKind::Slice: {
       int64_t padded = llvm::divideCeil(shape[step.dim], p) * p;
       value = padDim(builder, loc, value, step.dim, padded);

@@ -68,6 +68,12 @@ def TP_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getInitAttrName() {
       return ::llvm::StringLiteral("tp.init");
     }
+    /// Name of the string attribute naming an argument or result for the
+    /// runtime (the checkpoint tensor that feeds it, e.g. a PyTorch
+    /// parameter name).
+    static constexpr ::llvm::StringLiteral getNameAttrName() {
+      return ::llvm::StringLiteral("tp.name");
+    }
     /// Name of the unit attribute marking an argument as training state
     /// (optimizer moments, the step counter) rather than a weight.
     static constexpr ::llvm::StringLiteral getStateAttrName() {
