@@ -73,3 +73,28 @@ if smi:
             config.available_features.add("cuda-gpu")
     except (OSError, subprocess.SubprocessError):
         pass
+
+# torch-mlir: a python with torch-mlir (utils/tp-import's optional
+# dependency) is at hand: $TP_TORCH_PYTHON, else the developer venv
+# /root/tpvenv/bin/python. Never set in CI; those tests carry
+# `REQUIRES: torch-mlir`. %torch_python runs it.
+def _torch_python():
+    for cand in (os.environ.get("TP_TORCH_PYTHON"), "/root/tpvenv/bin/python"):
+        if not cand or not os.access(cand, os.X_OK):
+            continue
+        try:
+            out = subprocess.run([cand, "-c", "import torch_mlir, torch"],
+                                 capture_output=True, timeout=120)
+            if out.returncode == 0:
+                return cand
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return None
+
+
+_tp_torch_python = _torch_python()
+if _tp_torch_python:
+    config.available_features.add("torch-mlir")
+    config.environment["TP_TORCH_PYTHON"] = _tp_torch_python
+config.substitutions.append(("%torch_python",
+                             _tp_torch_python or "false torch-python"))
