@@ -154,6 +154,11 @@ FIXTURES = [
                  "num_hidden_layers": 12, "intermediate_size": 3072,
                  "vocab_size": 30522, "max_position_embeddings": 512,
                  "type_vocab_size": 2, "layer_norm_eps": 1e-12}),
+    # --- JAX: StableHLO converted to linalg by IREE's input pipeline -------
+    dict(name="gpt2-jax-tiny", kind="jax", model="GPT2LMHeadModel",
+         weights_of="gpt2-tiny",
+         config={"n_embd": 64, "n_head": 8, "n_layer": 2, "n_inner": 128,
+                 "vocab_size": 256, "n_positions": 64}),
     # --- Hugging Face folders as the Hub ships them (bf16, two shards) ------
     dict(name="hf/gpt2-tiny", kind="hf", model="GPT2LMHeadModel",
          config={"n_embd": 64, "n_head": 8, "n_layer": 2, "n_inner": 128,
@@ -177,6 +182,14 @@ def pick_python(arg):
         if cand and os.path.exists(cand):
             return cand
     return sys.executable
+
+
+def pick_jax_python(arg):
+    for cand in (arg, os.environ.get("TP_JAX_PYTHON"),
+                 "/root/jaxvenv/bin/python"):
+        if cand and os.path.exists(cand):
+            return cand
+    return None
 
 
 def rel(path):
@@ -220,9 +233,25 @@ print("saved", folder, shards)
          rel(folder), str(SEED)])
 
 
-def export(python, fx):
+def export(python, fx, jax_python=None):
     tp_import = "utils/tp-import"
     name = fx["name"]
+    if fx["kind"] == "jax":
+        # After gpt2-tiny: the same weights, checked against its reference.
+        jax_python = pick_jax_python(jax_python)
+        if not jax_python:
+            print("skipped %s: no python with jax and iree-base-compiler "
+                  "(--jax-python, $TP_JAX_PYTHON, /root/jaxvenv)" % name)
+            return
+        base = os.path.join(INPUTS, fx["weights_of"])
+        iree_opt = os.path.join(os.path.dirname(jax_python), "iree-opt")
+        run([jax_python, "test/frontends/jax_gpt2.py",
+             "--weights", rel(base + ".safetensors"),
+             "--reference", rel(base + ".ref.safetensors"),
+             "--heads", str(fx["config"]["n_head"]),
+             "--iree-opt", iree_opt if os.path.exists(iree_opt) else "iree-opt",
+             "-o", rel(os.path.join(INPUTS, name + ".mlir"))])
+        return
     if fx["kind"] == "hf":
         folder = os.path.join(INPUTS, name)
         make_hf_folder(python, fx, folder)
@@ -364,6 +393,15 @@ NOTES = {
 }
 
 
+JAX_NOTE = ("plain linalg/tensor/arith/math from IREE's StableHLO input "
+            "pipeline: one `tensor.empty` per op (not shared), transposes as "
+            "permuting `linalg.generic`s (no linalg.transpose), "
+            "linalg.matmul / batch_matmul after collapse_shape, the fused "
+            "c_attn sliced with extract_slice, the gathers as tensor.extract "
+            "in generics without cf.assert, f32 LayerNorm, the tied head a "
+            "transposed copy of `transformer.wte.weight`.")
+
+
 def contract(fx, dims, tokens, batch, seq, results):
     L, H, V = dims["layers"], dims["hidden"], dims["vocab"]
     lines = [
@@ -469,12 +507,18 @@ def write_manifest():
                     files.append((fx["name"] + suffix, os.path.getsize(p)))
         header = text.splitlines()[0]
         out += ["## %s" % fx["name"], ""]
-        kind = {"tiny": "tiny (numerics: weights + PyTorch reference)",
+        kind = {"jax": "JAX GPT-2 through StableHLO and IREE's input "
+                       "pipeline; the weights and reference of gpt2-tiny",
+                "tiny": "tiny (numerics: weights + PyTorch reference)",
                 "published": "published shape (plan quality; no weights)",
                 "hf": "Hugging Face folder (bf16, two shards) + f32 import"}
         out.append("- kind: " + kind[fx["kind"]])
-        out.append("- model: `%s`%s" % (fx["model"], (
-            ", shape of `%s`" % fx["source"]) if fx.get("source") else ""))
+        if fx["kind"] == "jax":
+            out.append("- model: GPT-2 in jax.numpy (test/frontends/"
+                       "jax_gpt2.py), the definition of `GPT2LMHeadModel`")
+        else:
+            out.append("- model: `%s`%s" % (fx["model"], (
+                ", shape of `%s`" % fx["source"]) if fx.get("source") else ""))
         out.append("- config: hidden %d, heads %d, kv heads %d, head_dim %d, "
                    "intermediate %d, vocab %d, layers %d, max positions %s"
                    % (dims["hidden"], dims["heads"], dims["kv"],
@@ -489,7 +533,8 @@ def write_manifest():
                    % (fmt_count(nparams), len(params)))
         out.append("- files: " + ", ".join("`%s` %s" % (f, human(s))
                                           for f, s in files))
-        out.append("- IR: " + NOTES.get(fx["model"], ""))
+        out.append("- IR: " + (JAX_NOTE if fx["kind"] == "jax" else
+                               NOTES.get(fx["model"], "")))
         out.append("- Megatron hand plan:")
         out += ["  - " + l for l in contract(fx, dims, tokens, batch, seq,
                                               results)]
@@ -507,6 +552,8 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("names", nargs="*", help="fixtures to regenerate (all)")
     p.add_argument("--python", help="python with torch/torch-mlir")
+    p.add_argument("--jax-python",
+                   help="python with jax and iree-base-compiler (gpt2-jax-tiny)")
     p.add_argument("--list", action="store_true")
     p.add_argument("--check", action="store_true",
                    help="parse the fixtures with mlir-opt and tp-opt only")
@@ -530,7 +577,7 @@ def main():
         chosen = [known[n] for n in args.names]
     elif args.tiny or args.published:
         chosen = [f for f in FIXTURES
-                  if (args.tiny and f["kind"] in ("tiny", "hf")) or
+                  if (args.tiny and f["kind"] in ("tiny", "hf", "jax")) or
                   (args.published and f["kind"] == "published")]
     if args.list:
         for f in chosen:
@@ -544,7 +591,7 @@ def main():
         os.makedirs(os.path.join(INPUTS, "hf"), exist_ok=True)
         # One at a time: a 7B-shape layer materialises a few GB.
         for fx in chosen:
-            export(python, fx)
+            export(python, fx, args.jax_python)
         write_manifest()
     ok = all([check(fx, args.mlir_opt, args.tp_opt) for fx in chosen])
     return 0 if ok else 1
