@@ -45,6 +45,7 @@
 
 #include "tp/Analysis/Planner.h"
 
+#include "tp/Analysis/FusedParams.h"
 #include "tp/Analysis/Rematerialize.h"
 #include "tp/Analysis/ShardingRules.h"
 #include "tp/Analysis/Solver.h"
@@ -67,6 +68,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::tp;
@@ -147,6 +149,9 @@ private:
   eliminationGroups(const AssignmentProblem &problem,
                     ArrayRef<std::pair<int, int>> dataflow);
   LayoutAttr producedLayout(Value value, int node, int strategy);
+  /// A remark naming the factor sizes that kept ops replicated because a
+  /// mesh axis does not divide them (12 heads over 8 devices).
+  void explainReplicated();
 
   func::FuncOp func;
   MeshOp mesh;
@@ -1225,6 +1230,43 @@ PlanBuilder::eliminationGroups(const AssignmentProblem &problem,
   return group;
 }
 
+void PlanBuilder::explainReplicated() {
+  for (const Axis &axis : axes) {
+    std::map<int64_t, int64_t> opsBySize;
+    for (const PlannedOp &p : plan.ops) {
+      if (p.strategy != "replicated" || p.computeTime == 0)
+        continue;
+      FailureOr<ShardingRule> rule = getShardingRule(p.op, nullptr);
+      if (failed(rule) || rule->viewLike)
+        continue;
+      std::set<int64_t> sizes;
+      for (const Factor &f : rule->factors)
+        if (f.kind != FactorKind::Opaque && f.size > 1 && f.size % axis.size)
+          sizes.insert(f.size);
+      // Only where no factor could be split evenly: the op is replicated
+      // for lack of a divisible factor, not by choice.
+      bool anyEven = llvm::any_of(rule->factors, [&](const Factor &f) {
+        return f.kind != FactorKind::Opaque && f.size > 1 &&
+               f.size % axis.size == 0;
+      });
+      for (int64_t size : sizes)
+        if (!anyEven || size < axis.size * 4)
+          ++opsBySize[size];
+    }
+    if (opsBySize.empty())
+      continue;
+    SmallVector<std::string> parts;
+    for (auto [size, count] : opsBySize)
+      parts.push_back(llvm::formatv("{0} ({1} ops)", size, count));
+    std::string remark = llvm::formatv(
+        "mesh axis \"{0}\" ({1}) does not divide factors of size {2} "
+        "(heads, kv heads, ...): the ops they index run replicated",
+        axis.name.getValue(), axis.size, llvm::join(parts, ", "));
+    func.emitRemark() << remark;
+    plan.remarks.push_back(remark);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Phases 2-5
 //===----------------------------------------------------------------------===//
@@ -1268,6 +1310,14 @@ FailureOr<Plan> PlanBuilder::run() {
       plan.remarks.push_back(llvm::formatv(
           "{0} cheap shared values stay shared (clone limit reached)",
           remat.leftShared));
+    if (options.splitFusedParams) {
+      FusedParamStats fused = splitFusedParameters(func);
+      plan.fusedParamsSplit = fused.paramsSplit;
+      if (fused.paramsSplit)
+        plan.remarks.push_back(llvm::formatv(
+            "{0} fused weights split into {1} pieces (tp.source)",
+            fused.paramsSplit, fused.pieces));
+    }
     computeTokenClasses();
     computeResidualStream();
   }
@@ -1510,6 +1560,7 @@ FailureOr<Plan> PlanBuilder::run() {
     }
   }
   totals.stepTime = totals.computeTime + totals.communicationTime;
+  explainReplicated();
 
   // A result that updates an argument in another layout cannot replace it
   // on the next step without a collective (tp-runner refuses the model).
@@ -1757,6 +1808,7 @@ llvm::json::Object mlir::tp::getPlanReport(const Plan &plan,
     report["training"] = getTrainingReport(*training);
   report["solver"] = Object{{"exact", plan.exact},
                             {"rematerialized", plan.rematerialized},
+                            {"fused_params_split", plan.fusedParamsSplit},
                             {"nodes", plan.numNodes},
                             {"strategies", plan.numStrategies},
                             {"width", plan.solverWidth},

@@ -43,6 +43,7 @@ constexpr llvm::StringLiteral kFlagNames[] = {"tp-shard",
                                               "tp-gemm-to-runtime",
                                               "tp-linalg-to-gpu",
                                               "tp-merge-gpu-modules",
+                                              "tp-decompose-aggregates",
                                               "convert-tp-to-runtime",
                                               "tp-import-shard",
                                               "tp-export-shard"};

@@ -1,8 +1,9 @@
 // RUN: tp-opt %s --tp-propagate="tp=4 large-constant-bytes=64 report=%t.json" | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REPORT < %t.json
 // A non-splat constant at or above large-constant-bytes is a weight: it
-// counts against the parameter budget and is split (its slices are taken
-// at compile time), here by columns like the weight it is.
+// counts against the parameter budget and is split, here by columns like
+// the weight it is (the partitioner keeps the whole value in the program and
+// each device slices its block: partition-constants.mlir).
 
 // CHECK-LABEL: func.func @constant_weight
 // CHECK: arith.constant {tp.result_layouts = [#tp.layout<@tp, [-, "tp"]>]} dense

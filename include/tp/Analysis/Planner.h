@@ -46,6 +46,8 @@ struct PlannerOptions {
   bool reshardParams = false;
   /// Constants of at least this many bytes are treated like parameters.
   int64_t largeConstantBytes = 1 << 20;
+  /// Split fused weights into their pieces first (FusedParams.h).
+  bool splitFusedParams = true;
 };
 
 /// One layout change on a use, with the collectives that realise it.
@@ -101,8 +103,10 @@ struct Plan {
   SmallVector<std::string> remarks;
   PlanTotals totals;
   bool exact = true;
-  /// Ops cloned in phase 0 (Rematerialize.h).
+  /// Ops cloned in phase 0 (Rematerialize.h), and fused weights split into
+  /// pieces (FusedParams.h).
   int64_t rematerialized = 0;
+  int64_t fusedParamsSplit = 0;
   int64_t numNodes = 0;
   int64_t numStrategies = 0;
   int solverWidth = 0;

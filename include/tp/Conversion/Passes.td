@@ -38,6 +38,36 @@ def ConvertTPToRuntimePass
   ];
 }
 
+def DecomposeAggregatesPass
+    : Pass<"tp-decompose-aggregates", "::mlir::ModuleOp"> {
+  let summary = "Decompose aggregate linalg ops and elementwise ops on tensors "
+                "into linalg generics before bufferization";
+  let description = [{
+    The first step of both lowerings (`--tp-lower-cpu`, `--tp-lower-gpu`):
+    every op implementing `linalg::AggregatedOpInterface` (`linalg.softmax`)
+    is replaced by its decomposition (max, subtract and exp, sum, divide as
+    linalg ops), and elementwise `arith`/`math` ops on tensors become
+    `linalg.generic` (upstream `convert-elementwise-to-linalg`), so that
+    bufferization and the loop or kernel lowering see only linalg.
+
+    ```mlir
+    // before
+    %s = linalg.softmax dimension(1) ins(%x : tensor<2x16xf32>)
+                                     outs(%e : tensor<2x16xf32>) -> tensor<2x16xf32>
+    %t = math.tanh %s : tensor<2x16xf32>
+    // after: linalg.fill + linalg.generic (max), linalg.generic (sub, exp),
+    // linalg.fill + linalg.generic (sum), linalg.generic (div), and
+    // linalg.generic { math.tanh }
+    ```
+
+    Preconditions: none (ops it does not know are left alone).
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def GemmToRuntimePass : Pass<"tp-gemm-to-runtime", "::mlir::ModuleOp"> {
   let summary = "Lower every matmul-family linalg op to the runtime's GEMM calls";
   let description = [{

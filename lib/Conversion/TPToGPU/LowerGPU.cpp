@@ -161,7 +161,9 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   // Tensors: runtime calls, then fusion. GEMMs first, so that every matmul
   // gets tp-gemm-to-runtime's copy-free operands; no CSE before
   // bufferization, which would make equal fills one buffer and then copy it
-  // for each in-place use.
+  // for each in-place use. Softmax and elementwise ops on tensors become
+  // linalg first, so that they fuse.
+  pm.addPass(createDecomposeAggregatesPass());
   pm.addPass(createGemmToRuntimePass());
   pm.addPass(createConvertTPToRuntimePass());
   pm.addPass(createCanonicalizerPass());

@@ -34,6 +34,7 @@ void mlir::tp::addBufferizationPasses(OpPassManager &pm,
 }
 
 void mlir::tp::buildLowerCPUPipeline(OpPassManager &pm) {
+  pm.addPass(createDecomposeAggregatesPass());
   pm.addPass(createConvertTPToRuntimePass());
   addBufferizationPasses(pm, /*hoistStaticAllocs=*/false);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

@@ -157,7 +157,7 @@ func.func @global_shape_negative(%x: tensor<2x8xf32> {tp.global_shape = array<i6
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param', 'tp.global_shape', 'tp.init', 'tp.name', 'tp.state' and 'tp.updates'}}
+// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param', 'tp.global_shape', 'tp.init', 'tp.name', 'tp.source', 'tp.state' and 'tp.updates'}}
 func.func @unknown_tp_attr(%x: tensor<8xf32> {tp.shard}) {
   return
 }
@@ -368,5 +368,26 @@ func.func @name_not_string(%x: tensor<8xf32> {tp.name = 3}) {
 
 // expected-error @+1 {{'func.func' op argument 0: 'tp.name' must be a non-empty string, got ""}}
 func.func @name_empty(%x: tensor<8xf32> {tp.name = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.source' must be {offsets = array<i64>, shape = array<i64>}, got {offsets = [0, 4]}}}
+func.func @source_not_dict(%x: tensor<4x4xf32> {tp.source = {offsets = [0, 4]}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.source' has 1 offsets and 1 dimensions for a tensor of rank 2}}
+func.func @source_rank(%x: tensor<4x4xf32> {tp.source = {offsets = array<i64: 4>, shape = array<i64: 12>}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.source': dimension 1 of size 4 at offset 10 does not fit the stored size 12}}
+func.func @source_out_of_bounds(%x: tensor<4x4xf32> {tp.source = {offsets = array<i64: 0, 10>, shape = array<i64: 4, 12>}}) {
   return
 }

@@ -124,6 +124,32 @@ verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
                          << attr.getValue();
     return success();
   }
+  if (name == TPDialect::getSourceAttrName()) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto offsets = dict ? dict.getAs<DenseI64ArrayAttr>("offsets") : nullptr;
+    auto shape = dict ? dict.getAs<DenseI64ArrayAttr>("shape") : nullptr;
+    if (!offsets || !shape || dict.size() != 2)
+      return emitError() << "'" << name
+                         << "' must be {offsets = array<i64>, shape = "
+                            "array<i64>}, got "
+                         << attr.getValue();
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape())
+      return emitError() << "'" << name
+                         << "' needs a statically shaped tensor, got " << type;
+    if (offsets.size() != tensor.getRank() || shape.size() != tensor.getRank())
+      return emitError() << "'" << name << "' has " << offsets.size()
+                         << " offsets and " << shape.size()
+                         << " dimensions for a tensor of rank "
+                         << tensor.getRank();
+    for (int64_t d = 0; d < tensor.getRank(); ++d)
+      if (offsets[d] < 0 || offsets[d] + tensor.getDimSize(d) > shape[d])
+        return emitError() << "'" << name << "': dimension " << d
+                           << " of size " << tensor.getDimSize(d)
+                           << " at offset " << offsets[d]
+                           << " does not fit the stored size " << shape[d];
+    return success();
+  }
   if (name == TPDialect::getNameAttrName()) {
     auto text = dyn_cast<StringAttr>(attr.getValue());
     if (!text || text.getValue().empty())
@@ -142,6 +168,7 @@ verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
                      << TPDialect::getGlobalShapeAttrName() << "', '"
                      << TPDialect::getInitAttrName() << "', '"
                      << TPDialect::getNameAttrName() << "', '"
+                     << TPDialect::getSourceAttrName() << "', '"
                      << TPDialect::getStateAttrName() << "' and '"
                      << TPDialect::getUpdatesAttrName() << "'";
 }

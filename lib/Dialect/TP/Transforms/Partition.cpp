@@ -40,6 +40,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 #define DEBUG_TYPE "tp-partition"
@@ -344,6 +345,52 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
     }
     func::ReturnOp::create(builder, loc, operands);
     return success();
+  }
+
+  // A tensor constant: a splat is rebuilt at the local shape; any other
+  // value (a weight baked in, dense or dense_resource) stays whole in the
+  // program and each device slices its block at run time, since one SPMD
+  // program serves every device.
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    auto type = dyn_cast<RankedTensorType>(constant.getType());
+    LayoutAttr layout = layoutAt(resultLayouts, 0);
+    if (type && layout) {
+      Value local;
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      LayoutAttr whole = LayoutAttr::getReplicated(meshRef, type.getRank());
+      // (A splat is its own partial max or min; a partial sum only if 0.)
+      bool resizable =
+          dense && dense.isSplat() &&
+          (!layout.isPartial() ||
+           layout.getPartialKind() != ReductionKind::Sum ||
+           matchPattern(constant.getResult(), m_AnyZeroFloat()) ||
+           matchPattern(constant.getResult(), m_Zero()));
+      if (resizable) {
+        local = arith::ConstantOp::create(
+            builder, loc, dense.resizeSplat(localType(type, layout)));
+      } else {
+        Value global = arith::ConstantOp::create(builder, loc,
+                                                 constant.getValue());
+        FailureOr<Value> sliced = emitReshard(builder, loc, global, whole,
+                                              layout.withoutPartial(),
+                                              type.getShape(), mesh);
+        if (failed(sliced))
+          return op->emitOpError() << "cannot slice a constant to " << layout;
+        local = *sliced;
+        if (layout.isPartial()) {
+          FailureOr<Value> partial =
+              emitReshard(builder, loc, local, layout.withoutPartial(),
+                          layout, type.getShape(), mesh);
+          if (failed(partial))
+            return op->emitOpError()
+                   << "cannot make a constant partial as " << layout;
+          local = *partial;
+        }
+      }
+      mapping.map(constant.getResult(), local);
+      layoutOf[local] = layout;
+      return success();
+    }
   }
 
   // Resolve operands and captured tensors.

@@ -187,6 +187,7 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
                                 << int64_t(largeConstantBytes)
                                 << " must be at least 1";
     options.largeConstantBytes = largeConstantBytes;
+    options.splitFusedParams = splitFusedParams;
     return options;
   }
 

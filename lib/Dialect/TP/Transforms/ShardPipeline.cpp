@@ -29,6 +29,7 @@ void mlir::tp::buildShardPipeline(OpPassManager &pm,
   propagate.allowPadding = options.allowPadding;
   propagate.reshardParams = options.reshardParams;
   propagate.largeConstantBytes = options.largeConstantBytes;
+  propagate.splitFusedParams = options.splitFusedParams;
   propagate.report = options.report;
   // Upstream shard annotations become pins; no-op without shard ops.
   pm.addPass(createImportShardPass());

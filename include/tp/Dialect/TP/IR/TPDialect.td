@@ -74,6 +74,13 @@ def TP_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getNameAttrName() {
       return ::llvm::StringLiteral("tp.name");
     }
+    /// Name of the dictionary `{offsets = array<i64: ...>, shape =
+    /// array<i64: ...>}` saying that an argument is the block at `offsets`
+    /// of a stored tensor of `shape` (a piece of a fused weight): the
+    /// runtime reads it from that tensor (named by `tp.name`).
+    static constexpr ::llvm::StringLiteral getSourceAttrName() {
+      return ::llvm::StringLiteral("tp.source");
+    }
     /// Name of the unit attribute marking an argument as training state
     /// (optimizer moments, the step counter) rather than a weight.
     static constexpr ::llvm::StringLiteral getStateAttrName() {

@@ -80,6 +80,10 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
       *this, "large-constant-bytes",
       llvm::cl::desc("Constants this large are planned like parameters"),
       llvm::cl::init(1 << 20)};
+  Option<bool> splitFusedParams{
+      *this, "split-fused-params",
+      llvm::cl::desc("Split fused weights into their pieces (tp.source)"),
+      llvm::cl::init(true)};
   Option<std::string> report{*this, "report",
                              llvm::cl::desc("JSON plan report file"),
                              llvm::cl::init("")};

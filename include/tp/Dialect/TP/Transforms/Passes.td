@@ -77,8 +77,13 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
     Option<"largeConstantBytes", "large-constant-bytes", "int64_t",
            /*default=*/"1048576",
            "Non-splat constants of at least this many bytes are weights baked "
-           "in by a front end: planned like parameters (sliced at compile "
-           "time)">,
+           "in by a front end: planned like parameters (each device slices "
+           "its block at run time)">,
+    Option<"splitFusedParams", "split-fused-params", "bool",
+           /*default=*/"true",
+           "Give each piece of a fused weight that the program slices apart "
+           "(GPT-2's c_attn, Phi-3's qkv_proj) an argument of its own, with "
+           "tp.source naming its block of the stored tensor">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
            "Write the JSON plan report to this file ('-': stdout)">
   ];
