@@ -157,9 +157,31 @@ func.func @global_shape_negative(%x: tensor<2x8xf32> {tp.global_shape = array<i6
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param', 'tp.global_shape', 'tp.init', 'tp.state' and 'tp.updates'}}
+// expected-error @+1 {{'func.func' op argument 0: unknown attribute 'tp.shard'; the tp dialect defines 'tp.layout', 'tp.param', 'tp.global_shape', 'tp.init', 'tp.name', 'tp.state' and 'tp.updates'}}
 func.func @unknown_tp_attr(%x: tensor<8xf32> {tp.shard}) {
   return
+}
+
+// -----
+
+// A buffer name is a string: the tensor name a checkpoint provides.
+// expected-error @+1 {{'func.func' op argument 1: 'tp.name' must be a string, got 3 : i64}}
+func.func @name_not_string(%x: tensor<8xf32>, %w: tensor<8xf32> {tp.param, tp.name = 3 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.name' must not be empty}}
+func.func @name_empty(%x: tensor<8xf32> {tp.name = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result 0: 'tp.name' must be a string, got unit}}
+func.func @result_name_unit(%x: tensor<8xf32>) -> (tensor<8xf32> {tp.name}) {
+  return %x : tensor<8xf32>
 }
 
 // -----
@@ -270,6 +292,14 @@ tp.mesh @m ["tp" = 4]
 func.func @value_attr_on_op(%x: tensor<8xf32>) -> tensor<8xf32> {
   // expected-error @below {{'math.exp' op 'tp.layout' belongs on function arguments and results, not on ops}}
   %y = math.exp %x {tp.layout = #tp.layout<@m, [-]>} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @name_on_op(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'math.exp' op 'tp.name' belongs on function arguments and results, not on ops}}
+  %y = math.exp %x {tp.name = "y"} : tensor<8xf32>
   return %y : tensor<8xf32>
 }
 

@@ -118,6 +118,15 @@ verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
   }
   if (name == TPDialect::getInitAttrName())
     return verifyInitAttribute(attr.getValue(), type, emitError);
+  if (name == TPDialect::getNameAttrName()) {
+    auto text = dyn_cast<StringAttr>(attr.getValue());
+    if (!text)
+      return emitError() << "'" << name << "' must be a string, got "
+                         << attr.getValue();
+    if (text.getValue().empty())
+      return emitError() << "'" << name << "' must not be empty";
+    return success();
+  }
   if (name == TPDialect::getStateAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))
       return emitError() << "'" << name << "' must be a unit attribute, got "
@@ -133,6 +142,7 @@ verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
                      << TPDialect::getParamAttrName() << "', '"
                      << TPDialect::getGlobalShapeAttrName() << "', '"
                      << TPDialect::getInitAttrName() << "', '"
+                     << TPDialect::getNameAttrName() << "', '"
                      << TPDialect::getStateAttrName() << "' and '"
                      << TPDialect::getUpdatesAttrName() << "'";
 }
@@ -210,7 +220,8 @@ LogicalResult TPDialect::verifyOperationAttribute(Operation *op,
   if (!operands && !captured && name != getResultLayoutsAttrName()) {
     // tp.* attributes of function arguments/results are verified there.
     if (name == getLayoutAttrName() || name == getParamAttrName() ||
-        name == getGlobalShapeAttrName() || name == getInitAttrName())
+        name == getGlobalShapeAttrName() || name == getInitAttrName() ||
+        name == getNameAttrName())
       return op->emitOpError()
              << "'" << name
              << "' belongs on function arguments and results, not on ops";

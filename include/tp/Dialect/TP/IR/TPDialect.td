@@ -29,7 +29,7 @@ def TP_Dialect : Dialect {
       *local* tensors of a partitioned program; `tp.axis_index` gives this
       device's coordinate along mesh axes.
 
-    Four discardable attributes live on function arguments and results:
+    Five discardable attributes live on function arguments and results:
     `tp.layout` (a `#tp.layout`), `tp.param` (unit: a weight whose layout the
     planner chooses), `tp.global_shape` (the shape before partitioning) and
     `tp.init` (how to materialise a parameter's global value
@@ -37,6 +37,10 @@ def TP_Dialect : Dialect {
     kinds `normal` (needs `seed`, `std`), `uniform` (needs `seed`, `scale`:
     values in [-scale, scale)), `zeros`, `ones`, `integers` (needs `seed`,
     `high`: integers in [0, high), for token ids); see `docs/models.md`).
+    `tp.name` (a non-empty string) names an argument or result for the
+    runtime: it is the buffer's name in `model.json`, the tensor a
+    `--checkpoint` or `--reference` file provides (`docs/model-abi.md`);
+    two arguments may share a name (tied weights).
     A training step (`tp-gen --train`) adds two: `tp.state` (unit, on
     arguments: optimizer state such as Adam moments and the step counter,
     not a weight) and `tp.updates` (an i64 on results: the index of the
@@ -67,6 +71,11 @@ def TP_Dialect : Dialect {
     /// Name of the dictionary describing how to initialise a parameter.
     static constexpr ::llvm::StringLiteral getInitAttrName() {
       return ::llvm::StringLiteral("tp.init");
+    }
+    /// Name of the string naming an argument or result for the runtime
+    /// (its model.json and checkpoint name).
+    static constexpr ::llvm::StringLiteral getNameAttrName() {
+      return ::llvm::StringLiteral("tp.name");
     }
     /// Name of the unit attribute marking an argument as training state
     /// (optimizer moments, the step counter) rather than a weight.
