@@ -170,6 +170,7 @@ static cl::list<std::string>
 namespace {
 
 [[noreturn]] void die(const llvm::Twine &message, int code = 1) {
+  llvm::outs().flush(); // what was printed so far comes first
   llvm::errs() << "tp-run: error: " << message << "\n";
   std::exit(code);
 }
@@ -956,10 +957,18 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < a.size(); ++i) {
       if (a[i].shape != b[i].shape)
         die(llvm::formatv("output #{0} has different shapes", i));
+      // The relative error of docs/model-abi.md ("References"), as
+      // tp-runner --reference computes it: max|a - b| / max|b| over the
+      // finite b, equal values (infinities too) differ by 0, a NaN on
+      // either side is a NaN error.
       double maxAbs = 0, maxRef = 0;
       for (size_t j = 0; j < a[i].values.size(); ++j) {
-        maxAbs = std::max(maxAbs, std::fabs(a[i].values[j] - b[i].values[j]));
-        maxRef = std::max(maxRef, std::fabs(b[i].values[j]));
+        double x = a[i].values[j], y = b[i].values[j];
+        double diff = x == y ? 0.0 : std::fabs(x - y);
+        maxAbs = std::isnan(diff) || std::isnan(maxAbs) ? NAN
+                                                         : std::max(maxAbs, diff);
+        if (std::isfinite(y))
+          maxRef = std::max(maxRef, std::fabs(y));
       }
       double rel = maxRef > 0 ? maxAbs / maxRef : maxAbs;
       double limit = tolerance >= 0 ? double(tolerance)
