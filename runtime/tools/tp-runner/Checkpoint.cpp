@@ -215,7 +215,8 @@ bool Checkpoint::open(const std::string &path, const std::string &role,
   if (isDirectory(path)) {
     // A Hugging Face model folder: its index, else its one file.
     const std::string named = role + " folder " + path;
-    for (const char *name : {"model.safetensors.index.json", "model.safetensors"})
+    for (const char *name :
+         {"model.safetensors.index.json", "model.safetensors"})
       if (target == path && isFile(path + "/" + name))
         target = path + "/" + name;
     if (target == path) {
@@ -278,9 +279,8 @@ bool Checkpoint::openIndex(const std::string &index, const std::string &role,
                            std::string &error) {
   const std::string named = role + " index " + index;
   std::ifstream in(index, std::ios::binary);
-  if (!in || isDirectory(index)) {
-    error = "cannot read " + named + ": " +
-            (isDirectory(index) ? "it is a directory" : std::strerror(errno));
+  if (!in) { // a folder never gets here (open resolves it)
+    error = "cannot read " + named + ": " + std::strerror(errno);
     return false;
   }
   std::stringstream text;
@@ -313,15 +313,14 @@ bool Checkpoint::openIndex(const std::string &index, const std::string &role,
       return false;
     }
     // Shards lie next to the index (the JSON reader refuses a name twice).
-    std::string shard = value.text[0] == '/'
-                            ? value.text
-                            : folderOf(index) + "/" + value.text;
+    std::string shard =
+        value.text[0] == '/' ? value.text : folderOf(index) + "/" + value.text;
     auto it = shards.find(shard);
     if (it == shards.end()) {
       auto file = std::make_unique<SafetensorsFile>();
       if (!file->open(shard, role, error)) {
-        error += " (a shard of the index " + index + ", for tensor \"" +
-                 name + "\")";
+        error += " (a shard of the index " + index + ", for tensor \"" + name +
+                 "\")";
         return false;
       }
       it = shards.emplace(shard, files.size()).first;
@@ -381,15 +380,15 @@ bool tprun::dtypeOfSafetensors(const std::string &dtype, DType &out) {
 std::string tprun::checkTensor(const Checkpoint &file,
                                const CheckpointTensor &tensor,
                                const Buffer &buffer, const std::string &role) {
-  std::string named = role + " tensor \"" + tensor.name + "\" in " +
-                      file.fileOf(tensor);
+  std::string named =
+      role + " tensor \"" + tensor.name + "\" in " + file.fileOf(tensor);
   if (tensor.shape != buffer.globalShape)
     return named + " has shape " + shapeText(tensor.shape) +
            " but the model expects " + shapeText(buffer.globalShape);
   DType stored;
   bool known = dtypeOfSafetensors(tensor.dtype, stored);
-  if (known && (stored == buffer.dtype ||
-                (isFloat(stored) && isFloat(buffer.dtype))))
+  if (known &&
+      (stored == buffer.dtype || (isFloat(stored) && isFloat(buffer.dtype))))
     return "";
   return named + " has dtype " + tensor.dtype + " but the model expects " +
          safetensorsDType(buffer.dtype) + " (" + dtypeName(buffer.dtype) +

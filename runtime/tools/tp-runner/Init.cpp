@@ -351,8 +351,8 @@ void tprun::copyLocalConverted(const Buffer &buffer,
   int64_t inner = local[rank - 1];
   int64_t rows = count / inner;
   int64_t first = offsets[rank - 1];
-  int64_t valid = std::max<int64_t>(
-      0, std::min<int64_t>(inner, shape[rank - 1] - first));
+  int64_t valid =
+      std::max<int64_t>(0, std::min<int64_t>(inner, shape[rank - 1] - first));
   forEachLocalRow(local, shape, offsets, rows,
                   [&](int64_t row, bool rowValid, uint64_t base) {
                     int64_t copied = rowValid ? valid : 0;

@@ -89,9 +89,8 @@ void Sources::plan(const Model &model, const SourceOptions &options,
       const CheckpointTensor *tensor = reference.find(buffer.name);
       DType stored;
       if (!tensor)
-        errors.push_back("reference " + reference.path() +
-                         " has no tensor \"" + buffer.name +
-                         "\" (the model's output " +
+        errors.push_back("reference " + reference.path() + " has no tensor \"" +
+                         buffer.name + "\" (the model's output " +
                          std::to_string(buffer.index) + ")");
       else if (tensor->shape != buffer.globalShape)
         errors.push_back("reference tensor \"" + buffer.name + "\" in " +
@@ -207,19 +206,19 @@ void Sources::fill(size_t k, const std::vector<int64_t> &offsets, void *data,
     std::vector<int64_t> position = globalPosition(buffer, offsets, l);
     double original = loadDouble(
         stored, global, int64_t(flatIndex(buffer.globalShape, position)));
-    std::string named = (choice.kind == Kind::Checkpoint ? "checkpoint"
-                                                         : "reference") +
-                        std::string(" tensor \"") + tensor.name + "\" in " +
-                        file.fileOf(tensor);
+    std::string named =
+        (choice.kind == Kind::Checkpoint ? "checkpoint" : "reference") +
+        std::string(" tensor \"") + tensor.name + "\" in " +
+        file.fileOf(tensor);
     std::string which = " (the model's param " + std::to_string(buffer.index) +
                         "; weights must be finite)";
     if (std::isfinite(original))
-      errors.push_back(named + " holds " + valueText(original) +
-                       " at index " + shapeText(position) +
-                       ", which overflows " + dtypeName(buffer.dtype) + which);
+      errors.push_back(named + " holds " + valueText(original) + " at index " +
+                       shapeText(position) + ", which overflows " +
+                       dtypeName(buffer.dtype) + which);
     else
-      errors.push_back(named + " holds " + valueText(original) +
-                       " at index " + shapeText(position) + which);
+      errors.push_back(named + " holds " + valueText(original) + " at index " +
+                       shapeText(position) + which);
     return;
   }
 }
@@ -240,7 +239,8 @@ void Sources::printReport() const {
   if (reference.isOpen())
     std::printf("reference: %s: %s loaded, %s to compare; %zu of its %zu "
                 "tensors unused\n",
-                reference.path().c_str(), plural(fromReference, "input").c_str(),
+                reference.path().c_str(),
+                plural(fromReference, "input").c_str(),
                 plural(referenceOutputs, "output").c_str(),
                 reference.tensors().size() - usedReference.size(),
                 reference.tensors().size());

@@ -81,8 +81,8 @@ private:
   Checkpoint checkpoint, reference;
   std::vector<Choice> choices;
   std::vector<const CheckpointTensor *> referenceTensors;
-  size_t fromCheckpoint = 0, fromReference = 0, fromInit = 0,
-         fromDefault = 0, referenceOutputs = 0;
+  size_t fromCheckpoint = 0, fromReference = 0, fromInit = 0, fromDefault = 0,
+         referenceOutputs = 0;
   std::set<std::string> usedCheckpoint, usedReference;
   /// (role, "bf16 -> f32") -> the tensors converted so.
   std::map<std::pair<std::string, std::string>, std::set<std::string>>
