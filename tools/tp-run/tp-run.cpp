@@ -3,7 +3,8 @@
 //   tp-run model.mlir | --preset P [tp-gen options]
 //          --tp N [--dp D] [--backend cpu|cuda|cuda-shared] [--check]
 //          [--steps K] [--compile-only] [--chip sm_NN]
-//          [--timeout S] [--checkpoint FILE.safetensors]
+//          [--timeout S] [--checkpoint PATH]
+//          [--reference PATH [--reference-tol R]]
 //          [--work-dir DIR] [shard options]
 //
 // 1. Gets the model (a file, or tp-gen with the given options).
@@ -18,6 +19,12 @@
 //    tp.updates; --train generates one, Train.h) --steps K are K training
 //    steps and the two loss curves are compared step by step instead.
 // 5. Prints the plan summary, the runner's report and the comparison.
+//
+// Buffers are named (model.json "name", the tensor a --checkpoint or
+// --reference file holds) by the argument's or result's tp.name, else the
+// argument's NameLoc, else argN / resultN. --reference passes the file to
+// every tp-runner run, which compares each output with it and reads the
+// inputs the checkpoint lacks from it (docs/model-abi.md).
 //
 // --backend cuda|cuda-shared lowers with --tp-lower-gpu instead, links
 // model.so with libtprt_cuda, and starts the ranks on a GPU backend (Gpu.h,
@@ -119,9 +126,21 @@ static cl::opt<int> timeoutSeconds(
     cl::init(300), cl::cat(category));
 static cl::opt<std::string> checkpointFile(
     "checkpoint",
-    cl::desc("A .safetensors file of global tensors: the inputs and params "
-             "it names are read from it (every run, --check's too)"),
+    cl::desc("Global tensors (a .safetensors file, a "
+             "model.safetensors.index.json and its shards, or a folder "
+             "holding either): the inputs and params it names are read from "
+             "it (every run, --check's too)"),
     cl::init(""), cl::cat(category));
+static cl::opt<std::string> referenceFile(
+    "reference",
+    cl::desc("Expected outputs (safetensors, as --checkpoint): every output "
+             "is compared with the tensor of its name; inputs the checkpoint "
+             "lacks are read from it"),
+    cl::init(""), cl::cat(category));
+static cl::opt<double> referenceTolerance(
+    "reference-tol",
+    cl::desc("--reference fails above this relative error (default 1e-5)"),
+    cl::init(-1), cl::cat(category));
 static cl::opt<std::string> workDir(
     "work-dir", cl::desc("Where compiled models and outputs go (default: a "
                          "temporary folder)"),
@@ -137,8 +156,9 @@ static cl::opt<double> tolerance(
     cl::init(-1), cl::cat(category));
 static cl::opt<int64_t> inputHigh(
     "input-high",
-    cl::desc("Integer inputs without tp.init are drawn from [0, this) "
-             "(default: the vocabulary of a tp-gen model)"),
+    cl::desc("Integer inputs without tp.init that no --checkpoint or "
+             "--reference provides are drawn from [0, this) (default: the "
+             "vocabulary of a tp-gen model)"),
     cl::init(0), cl::cat(category));
 // tp-gen passthrough.
 static cl::opt<std::string> preset("preset", cl::desc("tp-gen preset"),
@@ -150,6 +170,7 @@ static cl::list<std::string>
 namespace {
 
 [[noreturn]] void die(const llvm::Twine &message, int code = 1) {
+  llvm::outs().flush(); // what was printed so far comes first
   llvm::errs() << "tp-run: error: " << message << "\n";
   std::exit(code);
 }
@@ -241,8 +262,12 @@ std::pair<llvm::json::Object, std::string> describe(ModuleOp module,
   llvm::json::Array buffers;
   std::string glueArgs;
   int bufferIndex = 0;
-  auto addBuffer = [&](StringRef role, unsigned index, StringRef name,
+  auto addBuffer = [&](StringRef role, unsigned index, std::string name,
                        Type type, DictionaryAttr attrs) {
+    if (auto named = attrs ? attrs.getAs<StringAttr>(
+                                 tp::TPDialect::getNameAttrName())
+                           : StringAttr())
+      name = named.str();
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || !tensor.hasStaticShape())
       die(llvm::formatv("{0} #{1} of '{2}' is not a statically shaped tensor",
@@ -262,24 +287,24 @@ std::pair<llvm::json::Object, std::string> describe(ModuleOp module,
         attrs ? attrs.getAs<DictionaryAttr>("tp.init") : DictionaryAttr();
     llvm::json::Value initValue = initJson(init);
     if (!init && role == "input") {
-      Builder b(module.getContext());
       if (isa<FloatType>(tensor.getElementType()))
         initValue = llvm::json::Object{
             {"kind", "normal"}, {"seed", int64_t(1000 + index)}, {"std", 1.0}};
-      else {
-        if (high <= 0)
-          die(llvm::formatv("input #{0} holds integers and has no tp.init; "
-                            "pass --input-high=N (their range)",
-                            index));
+      else if (high > 0)
         initValue = llvm::json::Object{{"kind", "integers"},
                                        {"seed", int64_t(1000 + index)},
                                        {"high", high}};
-      }
+      else if (checkpointFile.empty() && referenceFile.empty())
+        die(llvm::formatv("input #{0} \"{1}\" holds integers and has no "
+                          "tp.init; pass --input-high=N (their range), or a "
+                          "--checkpoint or --reference holding \"{1}\"",
+                          index, name));
+      // else null: tp-runner reads it from the checkpoint or the reference.
     }
     llvm::json::Object buffer{
         {"role", role.str()},
         {"index", int64_t(index)},
-        {"name", name.str()},
+        {"name", name},
         {"dtype", dtype},
         {"global_shape", shapeJson(globalShape)},
         {"local_shape", shapeJson(tensor.getShape())},
@@ -721,14 +746,30 @@ int main(int argc, char **argv) {
               target != tprun::Target::Cuda
           ? findMpirun()
           : "";
-  std::string checkpoint;
-  if (!checkpointFile.empty()) {
-    SmallString<256> path(checkpointFile);
+  auto absoluteFile = [](StringRef given, StringRef what) {
+    if (given.empty())
+      return std::string();
+    SmallString<256> path(given);
     llvm::sys::fs::make_absolute(path);
-    checkpoint = std::string(path);
-    if (!llvm::sys::fs::exists(checkpoint))
-      die("cannot read the checkpoint '" + checkpointFile +
-          "': no such file");
+    if (!llvm::sys::fs::exists(path))
+      die("cannot read the " + what + " '" + given + "': no such file");
+    return std::string(path);
+  };
+  std::string checkpoint = absoluteFile(checkpointFile, "checkpoint");
+  std::string reference = absoluteFile(referenceFile, "reference");
+  if (referenceTolerance >= 0 && reference.empty())
+    die("--reference-tol needs --reference");
+  // The files every tp-runner run reads (Sources.h in tp-runner).
+  std::vector<std::string> fileArgs;
+  if (!checkpoint.empty())
+    fileArgs.insert(fileArgs.end(), {"--checkpoint", checkpoint});
+  if (!reference.empty()) {
+    fileArgs.insert(fileArgs.end(), {"--reference", reference});
+    if (referenceTolerance >= 0) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.17g", double(referenceTolerance));
+      fileArgs.insert(fileArgs.end(), {"--reference-tol", text});
+    }
   }
 
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
@@ -851,10 +892,7 @@ int main(int argc, char **argv) {
   std::string outN = dirN + "/outputs.bin";
   std::vector<std::string> runnerArgs = {dirN, "--output", outN, "--steps",
                                          std::to_string(steps)};
-  if (!checkpoint.empty()) {
-    runnerArgs.push_back("--checkpoint");
-    runnerArgs.push_back(checkpoint);
-  }
+  llvm::append_range(runnerArgs, fileArgs);
   if (training) {
     runnerArgs.push_back("--loss-file");
     runnerArgs.push_back(tprun::lossFilePath(dirN));
@@ -900,10 +938,7 @@ int main(int argc, char **argv) {
     std::string out1 = dir1 + "/outputs.bin";
     std::vector<std::string> args = {dir1, "--output", out1, "--backend",
                                      "single"};
-    if (!checkpoint.empty()) {
-      args.push_back("--checkpoint");
-      args.push_back(checkpoint);
-    }
+    llvm::append_range(args, fileArgs);
     if (training) {
       // The same number of steps, and the loss curves compared.
       args.insert(args.end(), {"--steps", std::to_string(steps), "--loss-file",
@@ -922,10 +957,18 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < a.size(); ++i) {
       if (a[i].shape != b[i].shape)
         die(llvm::formatv("output #{0} has different shapes", i));
+      // The relative error of docs/model-abi.md ("References"), as
+      // tp-runner --reference computes it: max|a - b| / max|b| over the
+      // finite b, equal values (infinities too) differ by 0, a NaN on
+      // either side is a NaN error.
       double maxAbs = 0, maxRef = 0;
       for (size_t j = 0; j < a[i].values.size(); ++j) {
-        maxAbs = std::max(maxAbs, std::fabs(a[i].values[j] - b[i].values[j]));
-        maxRef = std::max(maxRef, std::fabs(b[i].values[j]));
+        double x = a[i].values[j], y = b[i].values[j];
+        double diff = x == y ? 0.0 : std::fabs(x - y);
+        maxAbs = std::isnan(diff) || std::isnan(maxAbs) ? NAN
+                                                         : std::max(maxAbs, diff);
+        if (std::isfinite(y))
+          maxRef = std::max(maxRef, std::fabs(y));
       }
       double rel = maxRef > 0 ? maxAbs / maxRef : maxAbs;
       double limit = tolerance >= 0 ? double(tolerance)

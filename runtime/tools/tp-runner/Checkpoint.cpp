@@ -1,27 +1,24 @@
-//===- Checkpoint.cpp - A .safetensors checkpoint of global tensors -------===//
+//===- Checkpoint.cpp - Global tensors from .safetensors files ------------===//
 
 #include "Checkpoint.h"
 
 #include "Json.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 using namespace tprun;
 
 namespace {
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 
 /// Bytes per element of a safetensors dtype; 0 if unknown.
 size_t elementBytes(const std::string &dtype) {
@@ -34,16 +31,47 @@ size_t elementBytes(const std::string &dtype) {
   return it == sizes.end() ? 0 : it->second;
 }
 
+bool endsWith(const std::string &text, const std::string &suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool isDirectory(const std::string &path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool isFile(const std::string &path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && !S_ISDIR(info.st_mode);
+}
+
+/// The folder of `path` ("." for a bare name).
+std::string folderOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 } // namespace
 
-Checkpoint::~Checkpoint() {
+std::string tprun::shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+SafetensorsFile::~SafetensorsFile() {
   if (mapping)
     munmap(mapping, mappingSize);
 }
 
-bool Checkpoint::open(const std::string &path, std::string &error) {
+bool SafetensorsFile::open(const std::string &path, const std::string &role,
+                           std::string &error) {
   filePath = path;
-  const std::string named = "checkpoint " + path;
+  const std::string named = role + " " + path;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     error = "cannot read " + named + ": " + std::strerror(errno);
@@ -90,7 +118,7 @@ bool Checkpoint::open(const std::string &path, std::string &error) {
             " follow the header length (not a .safetensors file?)";
     return false;
   }
-  dataStart = static_cast<const char *>(mapping) + 8 + headerSize;
+  data = static_cast<const char *>(mapping) + 8 + headerSize;
   uint64_t dataSize = size - 8 - headerSize;
 
   JsonValue header;
@@ -175,6 +203,143 @@ bool Checkpoint::open(const std::string &path, std::string &error) {
   return true;
 }
 
+const CheckpointTensor *SafetensorsFile::find(const std::string &name) const {
+  auto it = byName.find(name);
+  return it == byName.end() ? nullptr : &entries[it->second];
+}
+
+bool Checkpoint::open(const std::string &path, const std::string &role,
+                      std::string &error) {
+  givenPath = path;
+  std::string target = path;
+  if (isDirectory(path)) {
+    // A Hugging Face model folder: its index, else its one file.
+    const std::string named = role + " folder " + path;
+    for (const char *name :
+         {"model.safetensors.index.json", "model.safetensors"})
+      if (target == path && isFile(path + "/" + name))
+        target = path + "/" + name;
+    if (target == path) {
+      DIR *folder = opendir(path.c_str());
+      if (!folder) {
+        error = "cannot read " + named + ": " + std::strerror(errno);
+        return false;
+      }
+      std::vector<std::string> indexes, singles;
+      while (dirent *entry = readdir(folder)) {
+        std::string name = entry->d_name;
+        if (!isFile(path + "/" + name))
+          continue;
+        if (endsWith(name, ".safetensors.index.json"))
+          indexes.push_back(name);
+        else if (endsWith(name, ".safetensors"))
+          singles.push_back(name);
+      }
+      closedir(folder);
+      std::sort(indexes.begin(), indexes.end());
+      std::sort(singles.begin(), singles.end());
+      if (indexes.size() > 1) {
+        error = named + " holds " + std::to_string(indexes.size()) +
+                " indexes (" + indexes[0] + ", " + indexes[1] +
+                (indexes.size() > 2 ? ", ..." : "") +
+                ") and no model.safetensors.index.json: name the one to read";
+        return false;
+      }
+      if (indexes.size() == 1)
+        target = path + "/" + indexes[0];
+      else if (singles.size() == 1)
+        target = path + "/" + singles[0];
+      else if (singles.empty()) {
+        error = named + " holds no .safetensors file (looked for "
+                        "model.safetensors.index.json and model.safetensors)";
+        return false;
+      } else {
+        error = named + " holds " + std::to_string(singles.size()) +
+                " .safetensors files (" + singles[0] + ", " + singles[1] +
+                (singles.size() > 2 ? ", ..." : "") +
+                ") but no model.safetensors.index.json saying which tensor "
+                "is where";
+        return false;
+      }
+    }
+  }
+  if (endsWith(target, ".json"))
+    return openIndex(target, role, error);
+  auto file = std::make_unique<SafetensorsFile>();
+  if (!file->open(target, role, error))
+    return false;
+  entries = file->tensors();
+  for (size_t i = 0; i < entries.size(); ++i)
+    byName[entries[i].name] = i;
+  files.push_back(std::move(file));
+  return true;
+}
+
+bool Checkpoint::openIndex(const std::string &index, const std::string &role,
+                           std::string &error) {
+  const std::string named = role + " index " + index;
+  std::ifstream in(index, std::ios::binary);
+  if (!in) { // a folder never gets here (open resolves it)
+    error = "cannot read " + named + ": " + std::strerror(errno);
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  JsonValue root;
+  std::string parseError;
+  if (!parseJson(text.str(), root, parseError)) {
+    error = named + ": invalid JSON: " + parseError;
+    return false;
+  }
+  const JsonValue *map = root.get("weight_map");
+  if (!map) {
+    error = named + " has no \"weight_map\" object (a Hugging Face index "
+                    "maps each tensor to its shard file)";
+    return false;
+  }
+  if (!map->isObject()) {
+    error = named + ": \"weight_map\" is " + map->kindName() +
+            ", expected an object";
+    return false;
+  }
+  std::map<std::string, size_t> shards; // shard path -> files index
+  for (const auto &[name, value] : map->members) {
+    std::string where = named + ": \"weight_map\" entry \"" + name + "\"";
+    if (!value.isString() || value.text.empty()) {
+      error = where + " is " +
+              (value.isString() ? std::string("an empty string")
+                                : value.kindName()) +
+              ", expected a shard file name";
+      return false;
+    }
+    // Shards lie next to the index (the JSON reader refuses a name twice).
+    std::string shard =
+        value.text[0] == '/' ? value.text : folderOf(index) + "/" + value.text;
+    auto it = shards.find(shard);
+    if (it == shards.end()) {
+      auto file = std::make_unique<SafetensorsFile>();
+      if (!file->open(shard, role, error)) {
+        error += " (a shard of the index " + index + ", for tensor \"" + name +
+                 "\")";
+        return false;
+      }
+      it = shards.emplace(shard, files.size()).first;
+      files.push_back(std::move(file));
+    }
+    const CheckpointTensor *tensor = files[it->second]->find(name);
+    if (!tensor) {
+      error = named + " maps tensor \"" + name + "\" to " + shard +
+              ", which has no such tensor";
+      return false;
+    }
+    CheckpointTensor entry = *tensor;
+    entry.file = it->second;
+    byName[name] = entries.size();
+    entries.push_back(std::move(entry));
+  }
+  return true;
+}
+
 const CheckpointTensor *Checkpoint::find(const std::string &name) const {
   auto it = byName.find(name);
   return it == byName.end() ? nullptr : &entries[it->second];
@@ -202,15 +367,32 @@ const char *tprun::safetensorsDType(DType dtype) {
   return "?";
 }
 
-std::string tprun::checkTensor(const CheckpointTensor &tensor,
-                               const Buffer &buffer) {
-  std::string named = "checkpoint tensor \"" + tensor.name + "\"";
+bool tprun::dtypeOfSafetensors(const std::string &dtype, DType &out) {
+  for (DType candidate : {DType::F32, DType::F16, DType::BF16, DType::F64,
+                          DType::I64, DType::I32, DType::I8, DType::I1})
+    if (dtype == safetensorsDType(candidate)) {
+      out = candidate;
+      return true;
+    }
+  return false;
+}
+
+std::string tprun::checkTensor(const Checkpoint &file,
+                               const CheckpointTensor &tensor,
+                               const Buffer &buffer, const std::string &role) {
+  std::string named =
+      role + " tensor \"" + tensor.name + "\" in " + file.fileOf(tensor);
   if (tensor.shape != buffer.globalShape)
     return named + " has shape " + shapeText(tensor.shape) +
            " but the model expects " + shapeText(buffer.globalShape);
-  if (tensor.dtype != safetensorsDType(buffer.dtype))
-    return named + " has dtype " + tensor.dtype + " but the model expects " +
-           safetensorsDType(buffer.dtype) + " (" + dtypeName(buffer.dtype) +
-           ")";
-  return "";
+  DType stored;
+  bool known = dtypeOfSafetensors(tensor.dtype, stored);
+  if (known &&
+      (stored == buffer.dtype || (isFloat(stored) && isFloat(buffer.dtype))))
+    return "";
+  return named + " has dtype " + tensor.dtype + " but the model expects " +
+         safetensorsDType(buffer.dtype) + " (" + dtypeName(buffer.dtype) +
+         (isFloat(buffer.dtype) ? "; F32, F16, BF16 and F64 are converted"
+                                : "") +
+         ")";
 }

@@ -103,6 +103,18 @@ uint16_t tprun::floatToBFloat16(float value) {
   return uint16_t(bits >> 16);
 }
 
+uint16_t tprun::doubleToBFloat16(double value) {
+  float rounded = float(value); // to nearest-even
+  if (std::isnan(value) || std::isinf(rounded) || double(rounded) == value)
+    return floatToBFloat16(rounded);
+  // Round to odd on the way to f32 (truncate towards zero, then set the
+  // lowest bit): with 16 more bits than bf16 the second rounding is then
+  // the correct one.
+  if (std::fabs(double(rounded)) > std::fabs(value))
+    rounded = std::nextafter(rounded, 0.0f);
+  return floatToBFloat16(floatOf(bitsOf(rounded) | 1u));
+}
+
 float tprun::bfloat16ToFloat(uint16_t bits) {
   return floatOf(uint32_t(bits) << 16);
 }
@@ -313,4 +325,54 @@ void tprun::copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
                       std::memset(out + size_t(copied) * size, 0,
                                   size_t(inner - copied) * size);
                   });
+}
+
+void tprun::copyLocalConverted(const Buffer &buffer,
+                               const std::vector<int64_t> &offsets, DType from,
+                               const void *global, void *data) {
+  int64_t count = buffer.localElements();
+  if (count == 0)
+    return;
+  DType to = buffer.dtype;
+  auto convert = [&](int64_t local, uint64_t index) {
+    double value = loadDouble(from, global, int64_t(index)); // exact
+    if (to == DType::BF16)
+      put<uint16_t>(data, local, doubleToBFloat16(value));
+    else
+      storeDouble(to, data, local, value);
+  };
+  size_t rank = buffer.localShape.size();
+  if (rank == 0) {
+    convert(0, 0);
+    return;
+  }
+  const std::vector<int64_t> &local = buffer.localShape;
+  const std::vector<int64_t> &shape = buffer.globalShape;
+  int64_t inner = local[rank - 1];
+  int64_t rows = count / inner;
+  int64_t first = offsets[rank - 1];
+  int64_t valid =
+      std::max<int64_t>(0, std::min<int64_t>(inner, shape[rank - 1] - first));
+  forEachLocalRow(local, shape, offsets, rows,
+                  [&](int64_t row, bool rowValid, uint64_t base) {
+                    int64_t copied = rowValid ? valid : 0;
+                    for (int64_t j = 0; j < inner; ++j) {
+                      int64_t out = row * inner + j;
+                      if (j < copied)
+                        convert(out, base + uint64_t(first + j));
+                      else
+                        storeInteger(to, data, out, 0);
+                    }
+                  });
+}
+
+std::vector<int64_t> tprun::globalPosition(const Buffer &buffer,
+                                           const std::vector<int64_t> &offsets,
+                                           int64_t local) {
+  std::vector<int64_t> position(buffer.localShape.size());
+  for (size_t d = position.size(); d-- > 0;) {
+    position[d] = offsets[d] + local % buffer.localShape[d];
+    local /= buffer.localShape[d];
+  }
+  return position;
 }

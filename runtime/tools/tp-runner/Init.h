@@ -4,7 +4,9 @@
 // docs/model-abi.md (`integers`), and the stores and loads of one element
 // of each dtype. Floating-point values are produced in double and rounded
 // once to the storage type, to nearest-even: f32 and f16 from the double,
-// bf16 from the f32 (the f32 bit pattern rounded to its top 16 bits).
+// bf16 from the f32 (the f32 bit pattern rounded to its top 16 bits). And
+// the copies of a device's block out of a global tensor (a checkpoint's),
+// converting another floating-point dtype with one rounding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +27,8 @@ uint64_t initInteger(uint64_t seed, uint64_t high, uint64_t i);
 uint16_t doubleToHalf(double value);
 float halfToFloat(uint16_t bits);
 uint16_t floatToBFloat16(float value);
+/// One rounding to nearest-even from the double (not through the f32).
+uint16_t doubleToBFloat16(double value);
 float bfloat16ToFloat(uint16_t bits);
 
 /// Stores `value` as element `index` of an array of `dtype`. Integer dtypes
@@ -47,6 +51,19 @@ void fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
 /// position is past the global shape.
 void copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
                const void *global, void *data);
+
+/// As copyLocal, from a global tensor stored as `from`, another
+/// floating-point dtype than `buffer.dtype`: each element converted with
+/// one rounding to nearest-even (exact when the buffer's dtype is wider).
+void copyLocalConverted(const Buffer &buffer,
+                        const std::vector<int64_t> &offsets, DType from,
+                        const void *global, void *data);
+
+/// The global position (one index per dimension) of element `local` of a
+/// local block at `offsets`.
+std::vector<int64_t> globalPosition(const Buffer &buffer,
+                                    const std::vector<int64_t> &offsets,
+                                    int64_t local);
 
 } // namespace tprun
 

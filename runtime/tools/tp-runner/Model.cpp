@@ -398,10 +398,14 @@ Buffer parseBuffer(const Model &model, const JsonValue &value,
   } else {
     if (!init)
       error("missing field \"" + path + "init\"");
-    expectKind(*init, JsonValue::Kind::Object, path + "init",
-               std::string("an object (how to initialise the ") + role + ")");
-    buffer.init = parseInit(*init, path + "init.");
-    buffer.hasInit = true;
+    // null: no generator; the value comes from a file (Sources.h).
+    if (!init->isNull()) {
+      expectKind(*init, JsonValue::Kind::Object, path + "init",
+                 std::string("an object (how to initialise the ") + role +
+                     ") or null");
+      buffer.init = parseInit(*init, path + "init.");
+      buffer.hasInit = true;
+    }
   }
   // A training step's updated state (checked against the arguments by
   // checkUpdates, Train.cpp).

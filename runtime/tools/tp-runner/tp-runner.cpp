@@ -2,8 +2,8 @@
 //
 // tp-runner MODEL_DIR [--backend mpi|single|nccl|cuda-shared] [--nproc N]
 //                     [--timeout S] [--output FILE] [--warmup N]
-//                     [--steps N] [--print] [--checkpoint FILE]
-//                     [--require-all]
+//                     [--steps N] [--print] [--checkpoint PATH]
+//                     [--require-all] [--reference PATH [--reference-tol R]]
 //
 // Runs a model compiled to the ABI of docs/model-abi.md (MODEL_DIR/model.json
 // and MODEL_DIR/model.so) on one rank of a libtprt context:
@@ -18,8 +18,9 @@
 //   3. allocates every buffer with its local shape (device memory on the
 //      GPU backends, filled on the host and copied in) and fills inputs and
 //      params with this device's block of the global value (from the
-//      --checkpoint file when it holds the buffer's name, else from
-//      `init`), zero padding past the global shape; outputs start as zeros;
+//      --checkpoint when it holds the buffer's name, else from `init`;
+//      Sources.h), zero padding past the global shape; outputs start as
+//      zeros;
 //   4. calls the entry --warmup times, then --steps times under the
 //      context's timer and counters;
 //   5. assembles each output's global value (all_reduce of partial terms,
@@ -27,10 +28,12 @@
 //      dropped) and, on rank 0, writes them to --output (format in
 //      docs/model-abi.md, "tp-runner output") and prints them (--print);
 //   6. prints a report on rank 0: time per step, collectives per step
-//      against the plan in model.json, time in communication.
+//      against the plan in model.json, time in communication; with
+//      --reference, each output compared with the file's (Reference.h).
 //
 // Exit status: 0; 1 when the runtime, the model library or a file fails,
-// when the ranks run different plans or the checkpoint does not fit; 2 for
+// when the ranks run different plans, the checkpoint does not fit or an
+// output does not match the reference; 2 for
 // a bad command line, model.json or TP_RUNNER_FAULT.
 //
 // --nproc N starts N local ranks itself, torchrun-style (Launch.h).
@@ -48,6 +51,8 @@
 #include "Init.h"
 #include "Launch.h"
 #include "Model.h"
+#include "Reference.h"
+#include "Sources.h"
 #include "Train.h"
 
 #include "tprt/tprt.h"
@@ -64,6 +69,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -83,7 +89,8 @@ const char *const kUsage =
     "usage: tp-runner MODEL_DIR [--backend mpi|single|nccl|cuda-shared]\n"
     "                 [--output FILE] [--nproc N [--timeout S]]\n"
     "                 [--warmup N] [--steps N] [--print]\n"
-    "                 [--checkpoint FILE.safetensors [--require-all]]\n"
+    "                 [--checkpoint PATH [--require-all]]\n"
+    "                 [--reference PATH [--reference-tol R]]\n"
     "                 [--loss-file FILE]\n"
     "\n"
     "Runs the compiled model in MODEL_DIR (model.json, model.so; see\n"
@@ -95,11 +102,17 @@ const char *const kUsage =
     "  --warmup N      untimed calls of the entry first (default 0)\n"
     "  --steps N       timed calls of the entry (default 1)\n"
     "  --print         rank 0 prints each output's shape, first values, sum\n"
-    "  --checkpoint FILE  fill the inputs and params named in FILE (a\n"
-    "                  .safetensors file of global tensors) from it; the\n"
-    "                  others from their init\n"
+    "  --checkpoint PATH  fill the inputs and params named in PATH from it:\n"
+    "                  a .safetensors file of global tensors, a\n"
+    "                  model.safetensors.index.json and its shards, or a\n"
+    "                  folder holding either; the others from their init\n"
     "  --require-all   with --checkpoint: every input and param must be in\n"
-    "                  FILE\n"
+    "                  PATH\n"
+    "  --reference PATH  compare every output with the tensor of its name in\n"
+    "                  PATH (as --checkpoint); inputs the checkpoint lacks\n"
+    "                  are read from PATH too\n"
+    "  --reference-tol R  the largest relative error that matches (default\n"
+    "                  1e-5)\n"
     "  --loss-file FILE  a training step (outputs with \"updates\"): rank 0\n"
     "                  writes each step's loss to FILE, one line a step\n"
     "\n"
@@ -129,6 +142,8 @@ struct Options {
   bool print = false;
   std::string checkpoint;
   bool requireAll = false;
+  std::string reference;
+  double referenceTolerance = -1; // -1: the default
   /// --nproc N: the launcher of N local ranks (Launch.h); rankArgs is the
   /// command line each rank gets (without --nproc and --timeout).
   long nproc = 0;
@@ -204,6 +219,20 @@ Options parseOptions(int argc, char **argv) {
       options.checkpoint = takeValue();
       if (options.checkpoint.empty())
         usageError("--checkpoint expects a file name");
+    } else if (arg == "--reference") {
+      options.reference = takeValue();
+      if (options.reference.empty())
+        usageError("--reference expects a file name");
+    } else if (arg == "--reference-tol") {
+      std::string text = takeValue();
+      errno = 0;
+      char *end = nullptr;
+      options.referenceTolerance = std::strtod(text.c_str(), &end);
+      if (text.empty() || errno || !end || *end ||
+          !(options.referenceTolerance >= 0) ||
+          std::isinf(options.referenceTolerance))
+        usageError("--reference-tol expects a non-negative number, got \"" +
+                   text + "\"");
     } else if (arg == "--require-all") {
       if (hasValue)
         usageError("--require-all takes no value");
@@ -234,6 +263,8 @@ Options parseOptions(int argc, char **argv) {
     usageError("--timeout needs --nproc");
   if (options.requireAll && options.checkpoint.empty())
     usageError("--require-all needs --checkpoint");
+  if (options.referenceTolerance >= 0 && options.reference.empty())
+    usageError("--reference-tol needs --reference");
   return options;
 }
 
@@ -298,14 +329,6 @@ bool firstRankByEnvironment() {
       return std::strcmp(value, "0") == 0;
   }
   return true;
-}
-
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
 }
 
 std::string countPerStep(uint64_t total, long steps) {
@@ -740,47 +763,18 @@ int Runner::run() {
         "tprt_model_bind");
 
   // 3. The buffers: from the checkpoint when it names them, else from
-  // their init. Every rank checks the whole checkpoint against the model.
-  Checkpoint checkpoint;
-  std::vector<const CheckpointTensor *> sources(model.buffers.size(), nullptr);
-  size_t loaded = 0, fromInit = 0, used = 0;
-  if (!options.checkpoint.empty()) {
+  // their init (Sources.h). Every rank checks the whole model first.
+  Sources sources;
+  {
     std::vector<std::string> errors;
-    std::string error;
-    if (!checkpoint.open(options.checkpoint, error)) {
-      errors.push_back(error);
-    } else {
-      std::map<std::string, bool> usedNames;
-      for (size_t k = 0; k < model.buffers.size(); ++k) {
-        const Buffer &buffer = model.buffers[k];
-        if (buffer.role == Role::Output)
-          continue;
-        const CheckpointTensor *tensor = checkpoint.find(buffer.name);
-        if (!tensor) {
-          ++fromInit;
-          if (options.requireAll)
-            errors.push_back("checkpoint " + options.checkpoint +
-                             " has no tensor \"" + buffer.name +
-                             "\" (the model's " + roleName(buffer.role) +
-                             " " + std::to_string(buffer.index) +
-                             "; --require-all)");
-          continue;
-        }
-        std::string mismatch = checkTensor(*tensor, buffer);
-        if (!mismatch.empty()) {
-          errors.push_back(mismatch);
-          continue;
-        }
-        sources[k] = tensor;
-        usedNames[buffer.name] = true;
-        ++loaded;
-      }
-      used = usedNames.size();
-    }
+    sources.plan(model,
+                 {options.checkpoint, options.reference, options.requireAll},
+                 errors);
     if (!report(errors))
       stop();
   }
   std::vector<void *> pointers;
+  std::vector<std::string> fillErrors;
   for (size_t k = 0; k < model.buffers.size(); ++k) {
     const Buffer &buffer = model.buffers[k];
     size_t bytes = size_t(buffer.localElements()) * dtypeSize(buffer.dtype);
@@ -797,15 +791,15 @@ int Runner::run() {
       for (size_t d = 0; d < buffer.localShape.size(); ++d)
         offsets.push_back(groupIndex(buffer.dimAxes[d]) *
                           buffer.localShape[d]);
-      if (sources[k])
-        copyLocal(buffer, offsets, checkpoint.data(*sources[k]), fill);
-      else
-        fillLocal(buffer, offsets, fill);
+      sources.fill(k, offsets, fill, fillErrors);
     }
     if (memory->onDevice())
       check(memory->upload(data, fill, bytes), "tprt_memcpy");
     pointers.push_back(data);
   }
+  // A weight that is not finite in some rank's block stops every rank.
+  if (!report(fillErrors))
+    stop();
 
   // 4. The steps.
   int status = 0;
@@ -889,12 +883,7 @@ int Runner::run() {
                 training.active() ? ", training: updated outputs feed the "
                                     "next step"
                                   : "");
-    if (!options.checkpoint.empty())
-      std::printf("checkpoint: %s: %zu of %zu inputs and params loaded, %zu "
-                  "from init; %zu of its %zu tensors unused\n",
-                  options.checkpoint.c_str(), loaded, loaded + fromInit,
-                  fromInit, checkpoint.tensors().size() - used,
-                  checkpoint.tensors().size());
+    sources.printReport();
     std::printf("time per step: %.6g s\n", perStep);
     if (model.tokens > 0 && perStep > 0)
       std::printf("throughput: %" PRId64 " tokens per step, %.6g tokens/s\n",
@@ -943,6 +932,26 @@ int Runner::run() {
                      options.output.c_str(), std::strerror(errno));
         status = 1;
         break;
+      }
+      ++number;
+    }
+    // The reference's verdict, after the outputs are written.
+    double limit = options.referenceTolerance >= 0
+                       ? options.referenceTolerance
+                       : kDefaultReferenceTolerance;
+    number = 0;
+    for (size_t k = 0; k < model.buffers.size(); ++k) {
+      if (model.buffers[k].role != Role::Output)
+        continue;
+      const CheckpointTensor *expected = sources.referenceFor(k);
+      std::string error;
+      if (expected &&
+          !compareWithReference(model.buffers[k], outputs[number],
+                                sources.referenceFile(), *expected, limit,
+                                error)) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "tp-runner: %s\n", error.c_str());
+        status = 1;
       }
       ++number;
     }

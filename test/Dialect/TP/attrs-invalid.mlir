@@ -164,6 +164,28 @@ func.func @unknown_tp_attr(%x: tensor<8xf32> {tp.shard}) {
 
 // -----
 
+// A buffer name is a string: the tensor name a checkpoint provides.
+// expected-error @+1 {{'func.func' op argument 1: 'tp.name' must be a string, got 3 : i64}}
+func.func @name_not_string(%x: tensor<8xf32>, %w: tensor<8xf32> {tp.param, tp.name = 3 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.name' must not be empty}}
+func.func @name_empty(%x: tensor<8xf32> {tp.name = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result 0: 'tp.name' must be a string, got unit}}
+func.func @result_name_unit(%x: tensor<8xf32>) -> (tensor<8xf32> {tp.name}) {
+  return %x : tensor<8xf32>
+}
+
+// -----
+
 tp.mesh @m ["tp" = 4]
 // expected-error @+1 {{'func.func' op result 0: layout has rank 2 but the type 'tensor<8xf32>' has rank 1}}
 func.func @result_rank_mismatch(%x: tensor<8xf32>) -> (tensor<8xf32> {tp.layout = #tp.layout<@m, [-, -]>}) {
@@ -275,6 +297,14 @@ func.func @value_attr_on_op(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+func.func @name_on_op(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'math.exp' op 'tp.name' belongs on function arguments and results, not on ops}}
+  %y = math.exp %x {tp.name = "y"} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
 func.func @unknown_op_attr(%x: tensor<8xf32>) -> tensor<8xf32> {
   // expected-error @below {{'math.exp' op unknown attribute 'tp.strategy'; ops carry only 'tp.operand_layouts', 'tp.result_layouts' and 'tp.captured_layouts'}}
   %y = math.exp %x {tp.strategy = "column"} : tensor<8xf32>
@@ -355,20 +385,6 @@ func.func @updates_not_index(%m: tensor<8xf32>) -> (tensor<8xf32> {tp.updates = 
 // expected-error @+1 {{'func.func' op result 0: 'tp.updates' names argument 0 of type 'tensor<8x8xf32>' but the result has type 'tensor<8x4xf32>'}}
 func.func @updates_global_mismatch(%m: tensor<8x2xf32> {tp.global_shape = array<i64: 8, 8>}) -> (tensor<8x2xf32> {tp.global_shape = array<i64: 8, 4>, tp.updates = 0 : i64}) {
   return %m : tensor<8x2xf32>
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument 0: 'tp.name' must be a non-empty string, got 3 : i64}}
-func.func @name_not_string(%x: tensor<8xf32> {tp.name = 3}) {
-  return
-}
-
-// -----
-
-// expected-error @+1 {{'func.func' op argument 0: 'tp.name' must be a non-empty string, got ""}}
-func.func @name_empty(%x: tensor<8xf32> {tp.name = ""}) {
-  return
 }
 
 // -----

@@ -35,6 +35,18 @@ func.func @init_descriptors(
   return
 }
 
+// Buffer names for the runtime: two arguments may share one (tied weights).
+// CHECK-LABEL: func.func @named_buffers
+// CHECK-SAME: %{{[a-z0-9]+}}: tensor<4x2xf32> {tp.name = "wte.weight", tp.param}
+// CHECK-SAME: %{{[a-z0-9]+}}: tensor<4x2xf32> {tp.name = "wte.weight", tp.param}
+// CHECK-SAME: -> (tensor<4x2xf32> {tp.name = "logits"})
+func.func @named_buffers(
+    %a: tensor<4x2xf32> {tp.param, tp.name = "wte.weight"},
+    %b: tensor<4x2xf32> {tp.param, tp.name = "wte.weight"})
+    -> (tensor<4x2xf32> {tp.name = "logits"}) {
+  return %a : tensor<4x2xf32>
+}
+
 // A training step: optimizer state is marked tp.state, and each result that
 // replaces an argument on the next call names it with tp.updates.
 // CHECK-LABEL: func.func @training_state

@@ -21,13 +21,20 @@ tp-runner's C++:
   --print-global BUF  prints the global value of BUF, one value a line.
   --checkpoint FILE   the global value of an input or param named in FILE
                    (a .safetensors file: u64 little-endian header length,
-                   JSON header, data) is that tensor's bytes, not its init.
+                   JSON header, data; or a model.safetensors.index.json whose
+                   "weight_map" names each tensor's shard) is that tensor,
+                   not its init: its bytes, or its values rounded once to
+                   the buffer's floating-point dtype (nearest-even).
+An input or param with "init": null that no file provides holds the default
+init: normal(seed = its argument index, std 0.02).
 
 Prints "check-output: ok (...)" or the first difference and exits 1.
 """
 
 import argparse
+import fractions
 import itertools
+import math
 import json
 import os
 import struct
@@ -92,29 +99,70 @@ def prod(values):
     return result
 
 
-# name -> the tensor's raw bytes, from --checkpoint.
+# name -> (the tensor's dtype as a buffer dtype, its raw bytes), from
+# --checkpoint.
 CHECKPOINT = {}
+STORED = {"F32": "f32", "F16": "f16", "BF16": "bf16", "F64": "f64",
+          "I64": "i64", "I32": "i32", "I8": "i8", "BOOL": "i1"}
 
 
-def read_checkpoint(path):
+def read_safetensors(path, names=None):
     with open(path, "rb") as f:
         data = f.read()
     (length,) = struct.unpack_from("<Q", data, 0)
     header = json.loads(data[8:8 + length])
     body = data[8 + length:]
     for name, entry in header.items():
-        if name != "__metadata__":
+        if name != "__metadata__" and (names is None or name in names):
             begin, end = entry["data_offsets"]
-            CHECKPOINT[name] = body[begin:end]
+            CHECKPOINT[name] = (STORED[entry["dtype"]], body[begin:end])
+
+
+def read_checkpoint(path):
+    if not path.endswith(".json"):
+        read_safetensors(path)
+        return
+    with open(path) as f:
+        weight_map = json.load(f)["weight_map"]
+    for shard in sorted(set(weight_map.values())):
+        read_safetensors(os.path.join(os.path.dirname(path), shard),
+                         {n for n, s in weight_map.items() if s == shard})
+
+
+def bf16_nearest(value):
+    """value rounded to bf16 (8 significant bits, exponents of f32), once,
+    to nearest-even: exact rational arithmetic."""
+    if value != value or value == 0 or math.isinf(value):
+        return value
+    exponent = max(math.frexp(abs(value))[1] - 1, -126)
+    ulp = fractions.Fraction(2) ** (exponent - 7)
+    units = fractions.Fraction(abs(value)) / ulp
+    whole = math.floor(units)
+    if units - whole > fractions.Fraction(1, 2) or (
+            units - whole == fractions.Fraction(1, 2) and whole % 2 == 1):
+        whole += 1
+    rounded = whole * ulp
+    if rounded > (2 - fractions.Fraction(1, 128)) * fractions.Fraction(2) ** 127:
+        return math.copysign(math.inf, value)
+    return math.copysign(float(rounded), value)
 
 
 def element_bytes(buf, i):
     """Element i (flat, global, row-major) of buf, stored as its dtype."""
-    blob = CHECKPOINT.get(buf["name"])
-    if blob is not None:
-        size = SIZES[buf["dtype"]]
-        return blob[i * size:(i + 1) * size]
-    return pack(buf["dtype"], element(buf["init"], i))
+    stored = CHECKPOINT.get(buf["name"])
+    if stored is not None:
+        dtype, blob = stored
+        if dtype == buf["dtype"]:
+            size = SIZES[dtype]
+            return blob[i * size:(i + 1) * size]
+        value = unpack(dtype, blob[i * SIZES[dtype]:(i + 1) * SIZES[dtype]])[0]
+        if buf["dtype"] == "bf16":
+            value = bf16_nearest(value)  # exact in f32: pack rounds no more
+        return pack(buf["dtype"], value)
+    init = buf["init"]
+    if init is None:
+        init = {"kind": "normal", "seed": buf["index"], "std": 0.02}
+    return pack(buf["dtype"], element(init, i))
 
 
 def global_bytes(buf):

@@ -5,9 +5,10 @@
                         [--metadata]
 
 TENSOR is NAME:DTYPE:SHAPE:VALUES with DTYPE a safetensors dtype (F32, F16,
-BF16, F64, I64, I32, I8, BOOL), SHAPE like 4x6 (`-` for a scalar) and VALUES
+BF16, F64, I64, I32, I8, BOOL, U8), SHAPE like 4x6 (`-` for a scalar) and VALUES
 `arange+B` (B, B+1, B+2, ... in row-major order), `full+V` (every element
-V) or a comma-separated list. The format (https://github.com/huggingface/safetensors): u64
+V) or a comma-separated list (nan, inf, -inf allowed; exact decimal or
+hexadecimal floats like 0x1.01p+0). The format (https://github.com/huggingface/safetensors): u64
 little-endian header length N, N bytes of JSON {"NAME": {"dtype", "shape",
 "data_offsets": [begin, end]}, ...}, then the data (offsets from the end of
 the header), written from the format's description, not from tp-runner.
@@ -19,10 +20,11 @@ the header), written from the format's description, not from tp-runner.
 
 import argparse
 import json
+import os
 import struct
 
 FORMATS = {"F32": "f", "F64": "d", "F16": "e", "I64": "q", "I32": "i",
-           "I8": "b", "BOOL": "B"}
+           "I8": "b", "BOOL": "B", "U8": "B"}
 
 
 def pack(dtype, value):
@@ -61,7 +63,8 @@ def main():
         elif values_text.startswith("full+"):
             values = [float(values_text[len("full+"):])] * count
         else:
-            values = [float(v) for v in values_text.split(",")]
+            values = [float.fromhex(v) if "0x" in v else float(v)
+                      for v in values_text.split(",")]
         blob = b"".join(pack(dtype, v) for v in values)
         header[name] = {"dtype": dtype, "shape": shape,
                         "data_offsets": [len(data), len(data) + len(blob)]}
@@ -72,6 +75,9 @@ def main():
     blob = struct.pack("<Q", length) + text + data
     if args.drop_bytes:
         blob = blob[:-args.drop_bytes]
+    folder = os.path.dirname(args.out)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
     with open(args.out, "wb") as f:
         f.write(blob)
 

@@ -118,6 +118,15 @@ verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
   }
   if (name == TPDialect::getInitAttrName())
     return verifyInitAttribute(attr.getValue(), type, emitError);
+  if (name == TPDialect::getNameAttrName()) {
+    auto text = dyn_cast<StringAttr>(attr.getValue());
+    if (!text)
+      return emitError() << "'" << name << "' must be a string, got "
+                         << attr.getValue();
+    if (text.getValue().empty())
+      return emitError() << "'" << name << "' must not be empty";
+    return success();
+  }
   if (name == TPDialect::getStateAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))
       return emitError() << "'" << name << "' must be a unit attribute, got "
@@ -148,14 +157,6 @@ verifyValueAttribute(Operation *op, NamedAttribute attr, Type type,
                            << " of size " << tensor.getDimSize(d)
                            << " at offset " << offsets[d]
                            << " does not fit the stored size " << shape[d];
-    return success();
-  }
-  if (name == TPDialect::getNameAttrName()) {
-    auto text = dyn_cast<StringAttr>(attr.getValue());
-    if (!text || text.getValue().empty())
-      return emitError() << "'" << name
-                         << "' must be a non-empty string, got "
-                         << attr.getValue();
     return success();
   }
   if (name == TPDialect::getUpdatesAttrName())
@@ -246,7 +247,8 @@ LogicalResult TPDialect::verifyOperationAttribute(Operation *op,
   if (!operands && !captured && name != getResultLayoutsAttrName()) {
     // tp.* attributes of function arguments/results are verified there.
     if (name == getLayoutAttrName() || name == getParamAttrName() ||
-        name == getGlobalShapeAttrName() || name == getInitAttrName())
+        name == getGlobalShapeAttrName() || name == getInitAttrName() ||
+        name == getNameAttrName() || name == getSourceAttrName())
       return op->emitOpError()
              << "'" << name
              << "' belongs on function arguments and results, not on ops";
