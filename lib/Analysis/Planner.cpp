@@ -54,10 +54,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/MapVector.h"
@@ -1262,7 +1264,7 @@ void PlanBuilder::explainReplicated() {
         "mesh axis \"{0}\" ({1}) does not divide factors of size {2} "
         "(heads, kv heads, ...): the ops they index run replicated",
         axis.name.getValue(), axis.size, llvm::join(parts, ", "));
-    func.emitRemark() << remark;
+    emitRemark(func.getLoc()) << remark;
     plan.remarks.push_back(remark);
   }
 }
@@ -1301,7 +1303,24 @@ FailureOr<Plan> PlanBuilder::run() {
   plan.mesh = mesh;
   plan.func = func;
   if (func.getBody().hasOneBlock()) {
-    // Phase 0: cheap values shared by several consumers get one copy each.
+    // Phase 0: results nobody reads are dropped (torch-mlir's max is an
+    // argmax whose index output a cross-entropy never uses, and a reduction
+    // with such an output has no plain combiner to split by); cheap values
+    // shared by several consumers get one copy each.
+    SmallVector<Operation *> partlyDead;
+    for (auto generic : func.getBody().front().getOps<linalg::GenericOp>())
+      if (generic->getNumResults() > 1 &&
+          llvm::any_of(generic->getResults(),
+                       [](Value r) { return r.use_empty(); }))
+        partlyDead.push_back(generic);
+    if (!partlyDead.empty()) {
+      RewritePatternSet patterns(func.getContext());
+      linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+      GreedyRewriteConfig config;
+      config.enableFolding(false);
+      config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+      (void)applyOpPatternsGreedily(partlyDead, std::move(patterns), config);
+    }
     int64_t numOps = func.getBody().front().getOperations().size();
     RematerializeStats remat = rematerializeSharedValues(
         func, options.largeConstantBytes, 4 * numOps + 1000);

@@ -95,6 +95,18 @@ FIXTURES = [
          seq=128, layers=2, source="openai-community/gpt2",
          config={"n_embd": 768, "n_head": 12, "n_layer": 12,
                  "vocab_size": 50257, "n_positions": 1024}),
+    # The loss as torch-mlir spells it (an argmax-style max with an index
+    # output, a -3.4e38 init) at a size where the vocabulary-parallel
+    # cross-entropy pays off (at 128 tokens, 3 latency-bound all-reduces
+    # cost more than moving the logits):
+    # test/Transforms/propagate-cross-entropy.test.
+    dict(name="llama2-7b-l1-loss", kind="published", model="LlamaForCausalLM",
+         seq=2048, layers=1, with_loss=True, source="meta-llama/Llama-2-7b-hf",
+         config={"hidden_size": 4096, "num_attention_heads": 32,
+                 "num_key_value_heads": 32, "head_dim": 128,
+                 "num_hidden_layers": 32, "intermediate_size": 11008,
+                 "vocab_size": 32000, "max_position_embeddings": 4096,
+                 "rms_norm_eps": 1e-5}),
     dict(name="llama2-7b-l1", kind="published", model="LlamaForCausalLM",
          seq=128, layers=1, source="meta-llama/Llama-2-7b-hf",
          config={"hidden_size": 4096, "num_attention_heads": 32,
@@ -275,6 +287,8 @@ def export(python, fx, jax_python=None):
     else:
         cmd += ["--seq", str(fx["seq"]), "--layers", str(fx["layers"]),
                 "-o", rel(out + ".mlir")]
+        if fx.get("with_loss"):
+            cmd += ["--with-loss"]
     run(cmd)
 
 
