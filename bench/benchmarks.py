@@ -286,6 +286,28 @@ class Bench:
         self.emit("![collectives](benchmarks/collectives.png)")
         self.emit()
 
+    # 6 -------------------------------------------------------------------
+    def frontends(self):
+        self.emit("## 6. Front-end IR: torch-mlir and IREE exports of Hugging Face models")
+        self.emit()
+        self.emit("Every fixture of `test/frontends/Inputs` (docs/frontends.md) x N, "
+                  "`--tp-propagate=tp=N` with no other option: our wire bytes per device "
+                  "against Megatron-LM's hand plan for the same output contract "
+                  "(vocabulary-parallel embedding, 2 all-reduces of [tokens, hidden] per "
+                  "layer, column-parallel LM head with an all-gather of the logits; "
+                  "`utils/megatron.py`), the collectives of both, the planner's seconds, the "
+                  "whole `--tp-shard` run's seconds, and the solver's exactness "
+                  "(`bench/frontends.py`). The tiny fixtures (8 tokens) are latency-bound: "
+                  "there fewer collectives beat fewer bytes, and ratios above 1 are the cost "
+                  "model's choice (test/frontends/check-plans.py checks their volume with a "
+                  "bandwidth-only profile).")
+        self.emit()
+        r = run([sys.executable, os.path.join(self.root, "bench", "frontends.py"),
+                 "--build", self.build])
+        self.emit(r.stdout.strip() if r.returncode == 0 else
+                  "bench/frontends.py failed: %s" % r.stderr.strip()[-300:])
+        self.emit()
+
     def write(self):
         page = os.path.join(self.root, "docs", "benchmarks.md")
         with open(page, "w") as f:
@@ -305,7 +327,8 @@ def main():
     b = Bench(args.build, args.root)
     t0 = time.time()
     sections = {"quality": b.plan_quality, "upstream": b.upstream,
-                "compile": b.compile_time, "collectives": b.collectives}
+                "compile": b.compile_time, "collectives": b.collectives,
+                "frontends": b.frontends}
     for name, fn in sections.items():
         if not args.only or name in args.only.split(","):
             fn()

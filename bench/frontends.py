@@ -12,41 +12,11 @@ solve was exact. Prints a Markdown table; figures only, nothing asserted.
 
   python3 bench/frontends.py [--build build] [--tp 2,4,8] [FIXTURE.mlir ...]
 """
-import argparse, glob, json, os, re, subprocess, sys, tempfile, time
+import argparse, glob, json, os, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EMBED = re.compile(r"(embed_tokens|wte|word_embeddings)\.weight$")
-
-
-def fixture_shapes(path):
-    """tokens, hidden, vocab, layers, element bytes, read off @main."""
-    text = open(path).read()
-    sig = text[text.index("func.func @main"):]
-    sig = sig[:sig.index("{\n")]
-    args = re.findall(r"%\w+: tensor<([0-9x]+)x(\w+)> \{([^}]*)\}", sig)
-    tokens = hidden = vocab = None
-    layers = set()
-    for shape, elem, attrs in args:
-        dims = [int(d) for d in shape.split("x")]
-        name = re.search(r'tp\.name = "([^"]+)"', attrs)
-        name = name.group(1) if name else ""
-        if name == "input_ids":
-            tokens = 1
-            for d in dims:
-                tokens *= d
-        if EMBED.search(name):
-            vocab, hidden = dims
-            ebytes = 2 if elem in ("bf16", "f16") else 4
-        m = re.search(r"\.(\d+)\.", name)
-        if m:
-            layers.add(int(m.group(1)))
-    return tokens, hidden, vocab, len(layers), ebytes
-
-
-def megatron_bytes(t, tokens, hidden, vocab, layers, ebytes):
-    ar = 2 * (t - 1) / t * tokens * hidden * ebytes
-    ag = (t - 1) / t * tokens * vocab * ebytes
-    return (2 * layers + 1) * ar + ag, 2 * layers + 2
+sys.path.insert(0, os.path.join(ROOT, "utils"))
+from megatron import fixture_shapes, megatron_plan  # noqa: E402
 
 
 def run(cmd):
@@ -81,7 +51,7 @@ def main():
             fn = json.load(open(report))["functions"][0]
             tot, solver = fn["totals"], fn["solver"]
             ours = tot["communication_wire_bytes_per_device"]
-            mega, mcount = megatron_bytes(t, *shapes)
+            mega, mcount = megatron_plan(t, *shapes)
             _, shard_s = run([tp_opt, path, "--tp-shard=tp=%d" % t, "-o", os.devnull])
             exact = "exact" if solver["exact"] else "gap %s" % solver.get("gap", "?")
             print("| %s | %d | %.1f | %.1f | %.3f | %d / %d | %.2f | %.2f | %s |" % (

@@ -225,13 +225,25 @@ static double numElements(ArrayRef<int64_t> shape) {
 
 double CostModel::collectiveMessageBytes(const CollectiveStep &step,
                                          int64_t elementBytes) const {
+  // What the emitted collective moves: a split dimension the group does
+  // not divide travels padded to a multiple of the group (ReshardUtils pads
+  // before a reduce-scatter or all-to-all and truncates after a gather).
+  double p = step.groupSize;
+  auto padded = [&](ArrayRef<int64_t> shape, int64_t dim) {
+    if (dim < 0 || ShapedType::isDynamic(shape[dim]) || shape[dim] == 0)
+      return numElements(shape);
+    return numElements(shape) / shape[dim] *
+           (llvm::divideCeil(shape[dim], step.groupSize) * step.groupSize);
+  };
   switch (step.kind) {
   case CollectiveKind::AllReduce:
+    return numElements(step.inputShape) * elementBytes;
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::AllToAll:
-    return numElements(step.inputShape) * elementBytes;
+    return padded(step.inputShape, step.dim) * elementBytes;
   case CollectiveKind::AllGather:
-    return numElements(step.outputShape) * elementBytes;
+    // Every device contributes its (padded) block.
+    return numElements(step.inputShape) * p * elementBytes;
   case CollectiveKind::Slice:
   case CollectiveKind::MakePartial:
     return 0;

@@ -31,6 +31,9 @@
 using namespace mlir;
 using namespace mlir::tp;
 
+/// Reductions over at most this many points are cheap enough to copy.
+constexpr double kSmallReduction = 1 << 16;
+
 /// Bytes of a constant's value, or 0 for a splat (one element stored).
 static int64_t storedBytes(arith::ConstantOp constant) {
   auto type = dyn_cast<RankedTensorType>(constant.getType());
@@ -96,9 +99,17 @@ mlir::tp::rematerializeSharedValues(func::FuncOp func,
         if (!op.isAncestor(v.getParentRegion()->getParentOp()))
           classify(v, ok, free);
     });
+    // Real work is computed once: a reduction over argument-dependent data,
+    // or one over more than kSmallReduction points (transformers' cumsum of
+    // positions, spelled as a [seq, seq] product).
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-      if (linalgOp.getNumReductionLoops() != 0 && !free)
-        ok = false; // real work on data: computed once
+      if (linalgOp.getNumReductionLoops() != 0) {
+        double points = 1;
+        for (int64_t range : linalgOp.getStaticLoopRanges())
+          points *= ShapedType::isDynamic(range) ? 1e9 : double(range);
+        if (!free || points > kSmallReduction)
+          ok = false;
+      }
     if (ok)
       cheap.insert(&op);
     if (ok && free)

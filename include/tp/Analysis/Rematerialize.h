@@ -32,9 +32,9 @@ struct RematerializeStats {
 /// Cheap: the result of a side-effect-free op on tensors whose inputs are
 /// cheap values, scalars or non-parameter arguments, that reads no parameter
 /// and no constant of `largeConstantBytes` or more (those are weights), and
-/// that reduces nothing unless it depends on no argument at all (a fill, an
-/// empty tensor, an iota, a mask from compare/select, a broadcast of a
-/// small constant). `tp.annotate` results are never copied (a pin stays one
+/// that reduces nothing unless it depends on no argument at all and reduces
+/// over at most 2^16 points (a fill, an empty tensor, an iota, a mask from
+/// compare/select, a broadcast of a small constant). `tp.annotate` results are never copied (a pin stays one
 /// value). At most `maxClones` ops are cloned in all (a guard against
 /// pathological graphs; what is left shared is counted).
 RematerializeStats rematerializeSharedValues(func::FuncOp func,

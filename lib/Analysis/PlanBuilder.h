@@ -1,0 +1,164 @@
+//===- PlanBuilder.h - the planner's state, shared by its files -*- C++ -*-===//
+//
+// The planner (Planner.cpp opens with its phases) is one class whose methods
+// live in files by concept: Planner.cpp (phase 0, the helpers, phases 3-5),
+// PlannerNodes.cpp (phase 1: nodes and their strategies), PlannerEdges.cpp
+// (phase 2: edge tables, reshard costs, fan-outs), PlannerSequence.cpp
+// (token factors and the residual stream, for sequence parallelism),
+// PlannerOrder.cpp (the elimination order) and PlanReport.cpp (writing the
+// plan into the IR, and the JSON report). Internal to lib/Analysis.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TP_LIB_ANALYSIS_PLANBUILDER_H
+#define TP_LIB_ANALYSIS_PLANBUILDER_H
+
+#include "tp/Analysis/Planner.h"
+
+#include "tp/Analysis/FusedParams.h"
+#include "tp/Analysis/Rematerialize.h"
+#include "tp/Analysis/ShardingRules.h"
+#include "tp/Analysis/Solver.h"
+#include "tp/Analysis/TrainingMemory.h"
+#include "tp/Dialect/TP/IR/TPDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace mlir::tp::detail {
+
+constexpr double kInf = AssignmentProblem::kInfinity;
+
+struct Strategy {
+  /// Per input slot (operands first, then captured values): consumed layout.
+  SmallVector<LayoutAttr> inputs;
+  SmallVector<LayoutAttr> results;
+  double compute = 0;
+  double paramBytes = 0;
+  double activationBytes = 0;
+  std::string description;
+  bool padded = false;
+};
+
+enum class NodeKind { Argument, Op, Result };
+
+struct Input {
+  Value value;
+  unsigned slot;
+  /// The value must be produced in exactly this node's layout (a pin).
+  bool exact = false;
+};
+
+struct Node {
+  NodeKind kind;
+  Operation *op = nullptr;  // Op: the op; Result: the return op
+  unsigned index = 0;       // Argument/Result: its number
+  SmallVector<Input> inputs;
+  SmallVector<Strategy> strategies;
+};
+
+/// Union-find over tensor dimensions (value, dim), to find token factors.
+using DimKey = std::pair<void *, int64_t>;
+
+class PlanBuilder {
+public:
+  PlanBuilder(func::FuncOp func, MeshOp mesh, const PlannerOptions &options)
+      : func(func), mesh(mesh), options(options),
+        costModel(options.device), meshRef(FlatSymbolRefAttr::get(
+                                       mesh.getSymNameAttr())) {
+    for (auto [name, size] :
+         llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+      if (size > 1)
+        axes.push_back({cast<StringAttr>(name), size});
+  }
+
+  FailureOr<Plan> run();
+
+private:
+  struct Axis {
+    StringAttr name;
+    int64_t size;
+  };
+
+  LogicalResult buildNodes();
+  void addArgumentNode(BlockArgument arg);
+  void addOpNode(Operation *op);
+  void addResultNodes(func::ReturnOp ret);
+  LogicalResult checkPins();
+  void computeTokenClasses();
+  void computeResidualStream();
+  /// Sequence parallelism on/off: whether `value`, if it is on the residual
+  /// stream, may have `layout`.
+  bool allowedOnStream(Value value, LayoutAttr layout);
+  void addRuleStrategies(Node &node, const ShardingRule &rule);
+  void addReplicatedStrategy(Node &node, StringRef why);
+  SmallVector<LayoutAttr> enumerateLayouts(RankedTensorType type,
+                                           bool *anyPadded = nullptr);
+  double localBytes(Type type, LayoutAttr layout);
+  double reshardTime(LayoutAttr from, LayoutAttr to, Value value);
+  double memoryBudget();
+  std::vector<std::pair<int, int>> buildEdges(AssignmentProblem &problem);
+  std::vector<int>
+  eliminationGroups(const AssignmentProblem &problem,
+                    ArrayRef<std::pair<int, int>> dataflow);
+  LayoutAttr producedLayout(Value value, int node, int strategy);
+  /// A remark naming the factor sizes that kept ops replicated because a
+  /// mesh axis does not divide them (12 heads over 8 devices).
+  void explainReplicated();
+
+  func::FuncOp func;
+  MeshOp mesh;
+  const PlannerOptions &options;
+  CostModel costModel;
+  FlatSymbolRefAttr meshRef;
+  SmallVector<Axis> axes;
+
+  std::vector<Node> nodes;
+  DenseMap<Value, std::pair<int, unsigned>> producer; // value -> node, result
+  Plan plan;
+
+  llvm::EquivalenceClasses<DimKey> dimClasses;
+  DenseSet<DimKey> tokenLeaders;
+  DenseSet<Value> residualStream;
+  std::map<std::tuple<const void *, const void *, const void *>, double>
+      reshardCache;
+  double totalParamBytes = 0;
+  int64_t paramDevices = 1;
+  DenseSet<int> paramNodes; // nodes of parameters and constant weights
+  /// Values that may be pending sums from a contraction: results of ops
+  /// with a reduction factor, and of linear ops on such values only.
+  DenseSet<Value> reducedValues;
+  /// A value with several uses: its solver node, and per choice the layout
+  /// produced and the layout of the shared resharding.
+  struct FanOut {
+    Value value;
+    int node;
+    SmallVector<std::pair<LayoutAttr, LayoutAttr>> choices;
+  };
+  std::vector<FanOut> fanOuts;
+};
+
+bool isSixteenBit(Type type);
+double globalBytes(Type type);
+std::string describeValue(Value value);
+
+} // namespace mlir::tp::detail
+
+#endif // TP_LIB_ANALYSIS_PLANBUILDER_H

@@ -1,0 +1,118 @@
+//===- PlannerEdges.cpp - phase 2: edges and reshard costs ----------------===//
+//
+// Every use of a value joins its producer's node and its consumer's node
+// with a table of resharding times (planReshard priced by the cost model).
+// A value with several uses goes through a fan-out node, so that one
+// resharding shared by several consumers is priced once, as the partitioner
+// emits it once; a value every consumer slices for free needs none.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanBuilder.h"
+
+using namespace mlir;
+using namespace mlir::tp;
+using namespace mlir::tp::detail;
+
+/// Phase 2. Adds to `problem` one cost table per producer-consumer pair
+/// and returns the dataflow pairs (producer node, consumer node).
+std::vector<std::pair<int, int>>
+PlanBuilder::buildEdges(AssignmentProblem &problem) {
+  // Edges. A value with one use joins producer and consumer directly. A
+  // value with several uses goes through a fan-out node whose choice is a
+  // pair (P, L): the producer gives P, and one resharding to L is shared by
+  // every consumer that wants L; consumers wanting P read it as is, any
+  // other pays its own resharding from P. (The partitioner inserts one
+  // collective per use and CSE merges identical ones, which matches.)
+  llvm::MapVector<Value, SmallVector<std::pair<int, Input>>> uses;
+  for (int v = 0, e = nodes.size(); v < e; ++v)
+    for (const Input &in : nodes[v].inputs)
+      if (producer.count(in.value))
+        uses[in.value].push_back({v, in});
+  std::map<std::pair<int, int>, std::vector<double>> edgeCosts;
+  std::vector<std::pair<int, int>> dataflow; // producer -> consumer
+  auto addToEdge = [&](int a, int b, size_t rows, size_t cols,
+                       llvm::function_ref<double(size_t, size_t)> cost) {
+    dataflow.push_back({a, b});
+    std::vector<double> &table = edgeCosts[{a, b}];
+    if (table.empty())
+      table.assign(rows * cols, 0);
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t j = 0; j < cols; ++j)
+        table[i * cols + j] += cost(i, j);
+  };
+  for (auto &entry : uses) {
+    Value value = entry.first;
+    SmallVector<std::pair<int, Input>> &valueUses = entry.second;
+    auto [u, result] = producer.lookup(value);
+    const Node &prod = nodes[u];
+    // Parameters are consumed as stored unless asked otherwise.
+    bool paramExact = !options.reshardParams && paramNodes.contains(u);
+    unsigned resultIndex = result;
+    auto resultOf = [&](size_t a) {
+      return prod.strategies[a].results[resultIndex];
+    };
+    auto price = [&](LayoutAttr from, LayoutAttr to, bool exact) {
+      if (from == to)
+        return 0.0;
+      return exact ? kInf : reshardTime(from, to, value);
+    };
+    llvm::SetVector<LayoutAttr> produced, wanted;
+    for (size_t a = 0; a < prod.strategies.size(); ++a)
+      produced.insert(resultOf(a));
+    for (auto &[v, in] : valueUses)
+      for (const Strategy &st : nodes[v].strategies)
+        wanted.insert(st.inputs[in.slot]);
+    // One use, or one produced layout from which every wanted layout is a
+    // free slice (a replicated input read by every layer): nothing to share,
+    // each use gets its own edge (a fan-out node would join the consumers).
+    bool freeFromOne =
+        produced.size() == 1 && llvm::all_of(wanted, [&](LayoutAttr l) {
+          return price(produced.front(), l, paramExact) == 0.0;
+        });
+    if (valueUses.size() == 1 || freeFromOne) {
+      for (auto &[v, in] : valueUses) {
+        const Node &consumer = nodes[v];
+        addToEdge(u, v, prod.strategies.size(), consumer.strategies.size(),
+                  [&, in = in](size_t a, size_t b) {
+                    return price(resultOf(a),
+                                 consumer.strategies[b].inputs[in.slot],
+                                 in.exact || paramExact);
+                  });
+      }
+      continue;
+    }
+    FanOut fan;
+    fan.value = value;
+    for (LayoutAttr p : produced) {
+      fan.choices.push_back({p, p});
+      for (LayoutAttr l : wanted)
+        if (l != p && !paramExact)
+          fan.choices.push_back({p, l});
+    }
+    std::vector<double> zero(fan.choices.size(), 0.0);
+    int f = problem.addNode(zero, zero);
+    fan.node = f;
+    addToEdge(u, f, prod.strategies.size(), fan.choices.size(),
+              [&](size_t a, size_t c) {
+                auto [p, l] = fan.choices[c];
+                return resultOf(a) == p ? price(p, l, false) : kInf;
+              });
+    for (auto &[v, in] : valueUses) {
+      const Node &consumer = nodes[v];
+      bool exact = in.exact || paramExact;
+      addToEdge(f, v, fan.choices.size(), consumer.strategies.size(),
+                [&, in = in](size_t c, size_t b) {
+                  auto [p, l] = fan.choices[c];
+                  LayoutAttr want = consumer.strategies[b].inputs[in.slot];
+                  if (want == p || want == l)
+                    return want == p || !exact ? 0.0 : kInf;
+                  return price(p, want, exact);
+                });
+    }
+    fanOuts.push_back(std::move(fan));
+  }
+  for (auto &[pair, table] : edgeCosts)
+    problem.addEdge(pair.first, pair.second, std::move(table));
+  return dataflow;
+}
