@@ -69,11 +69,13 @@
 //    eliminated in R's order. When the copies of its optimum agree, that
 //    optimum is an assignment of the original and optimal. Subgradient
 //    steps on the multipliers raise the bound;
-//  - conditioning (upper bound): S fixed to values (the relaxed optimum's
-//    majority vote, then coordinate descent, then branch and bound over
-//    S's values with the relaxation of each partial fixing as its bound),
-//    the rest solved exactly with S's edges folded into unary costs and
-//    the budget reduced by S's memory;
+//  - conditioning (upper bound): S fixed to values (each node of S at the
+//    value cheapest against its neighbours' values in a relaxed optimum,
+//    which with the rest of that optimum is already an assignment; then
+//    coordinate descent, then branch and bound over S's values with the
+//    relaxation of each partial fixing as its bound), the rest solved
+//    exactly with S's edges folded into unary costs and the budget reduced
+//    by S's memory;
 //  - exhaustive conditioning: when S's choice counts multiply to at most
 //    maxConditioningSolves (and their solves fit maxFallbackWork), every
 //    assignment of S is solved, which is exact.

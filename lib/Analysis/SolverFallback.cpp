@@ -33,12 +33,15 @@
 //  3. Search (run). The relaxation with all of S split settles infeasible
 //     problems (none of its assignments is feasible) and agreeing optima.
 //     If S is small, every assignment of S is solved: exact. Else
-//     subgradient steps on the multipliers raise the lower bound, the
-//     majority vote of each improving relaxation, solved with S fixed,
-//     gives upper bounds; coordinate descent on S's values improves the
-//     best one; then depth-first branch and bound over S's values (children
-//     in the parent's vote order, each bounded by its own relaxation) while
-//     maxFallbackSolves and maxFallbackWork last. A subtree left unexplored
+//     subgradient steps on the multipliers raise the lower bound. Every
+//     relaxed optimum is *repaired* into an assignment (each split node at
+//     the value cheapest against its neighbours' values there: an upper
+//     bound without a solve), and for one that raised the bound those
+//     values of S are solved with S fixed; coordinate descent on S's values
+//     improves the best one; then depth-first branch and bound over S's
+//     values (children cheapest first against the parent's relaxed
+//     optimum, each bounded by its own relaxation) while maxFallbackSolves
+//     and maxFallbackWork last. A subtree left unexplored
 //     keeps its parent's bound, so the bound reported is always valid: the
 //     answer is exact when it meets the best cost, and infeasibility is
 //     proven when a completed search finds nothing.
@@ -112,9 +115,15 @@ private:
   /// Whether every split node's copies agree in `r` (then r.choice is an
   /// assignment of the original problem).
   bool agree(const Sub &r) const;
-  /// Per split node of S, its value most copies chose (the first copy's
-  /// among equals), the others in decreasing votes.
+  /// The usable values of S[k] (split in r), best first: by the cost of
+  /// r's assignment with all of S[k]'s copies set to the value (its node
+  /// cost and its edges to the other ends' values in r), then by the
+  /// copies' votes.
   std::vector<int> ranking(const Sub &r, int k) const;
+  /// The best-ranked value of every split node of r (fixed ones keep
+  /// theirs); offers r's assignment repaired with them, which costs no
+  /// solve. Empty when a node has no usable value.
+  std::vector<int> repair(const Sub &r);
   /// Offers a complete assignment as the incumbent.
   void offer(const std::vector<int> &choice);
   bool usable(int k, int value) const { return allowed[k][value]; }
@@ -555,7 +564,17 @@ bool Conditioner::agree(const Sub &r) const {
 
 std::vector<int> Conditioner::ranking(const Sub &r, int k) const {
   int s = S[k];
-  std::vector<double> votes(choices[s], 0.0);
+  std::vector<double> local(problem.nodeCost[s]), votes(choices[s], 0.0);
+  for (size_t i = 0; i < incident[s].size(); ++i) {
+    int e = incident[s][i];
+    int w = otherEnd(e, s);
+    int x = r.choice[w];
+    if (slot[w] >= 0 && !r.copies[slot[w]].empty()) // the copy on e
+      x = r.copies[slot[w]][problem.edges[e].u == w ? position[e].first
+                                                    : position[e].second];
+    for (int c = 0; c < choices[s]; ++c)
+      local[c] += edgeCost(e, s, c, x);
+  }
   for (int v : r.copies[k])
     votes[v] += 1.0;
   if (!r.copies[k].empty())
@@ -565,8 +584,27 @@ std::vector<int> Conditioner::ranking(const Sub &r, int k) const {
     if (usable(k, c))
       values.push_back(c);
   std::sort(values.begin(), values.end(), [&](int a, int b) {
+    if (local[a] != local[b])
+      return local[a] < local[b];
     return votes[a] != votes[b] ? votes[a] > votes[b] : a < b;
   });
+  return values;
+}
+
+std::vector<int> Conditioner::repair(const Sub &r) {
+  std::vector<int> values(S.size());
+  std::vector<int> choice = r.choice;
+  for (size_t k = 0; k < S.size(); ++k) {
+    if (r.copies[k].empty()) {
+      values[k] = r.choice[S[k]];
+      continue;
+    }
+    std::vector<int> ranked = ranking(r, int(k));
+    if (ranked.empty())
+      return {};
+    values[k] = choice[S[k]] = ranked.front();
+  }
+  offer(choice);
   return values;
 }
 
@@ -620,6 +658,7 @@ bool Conditioner::relax() {
   lowerBound = r.lowerBound;
   if (agree(r))
     offer(r.choice); // all copies equal: an original assignment
+  repair(r);
   root = std::move(r);
   return !closes(bestCost, lowerBound);
 }
@@ -635,7 +674,10 @@ void Conditioner::lagrange() {
     if (it == 0) {
       r = root;
     } else {
-      if (!budgetLeft())
+      // Half the solves at most, and none while the repairs find no
+      // feasible assignment: branch and bound below searches for one.
+      if (!budgetLeft() || 2 * solves > options.maxFallbackSolves ||
+          best.empty())
         break;
       r = solve(split);
       if (!r.feasible) // the multipliers cannot make it infeasible
@@ -656,16 +698,10 @@ void Conditioner::lagrange() {
       if (r.exact)
         break; // and optimal: it meets the bound
     }
-    // The majority vote of a relaxation that raised the bound, solved
-    // with S fixed: an upper bound.
-    std::vector<int> vote(S.size());
-    bool ok = true;
-    for (size_t k = 0; k < S.size(); ++k) {
-      std::vector<int> values = ranking(r, int(k));
-      ok = ok && !values.empty();
-      vote[k] = values.empty() ? 0 : values.front();
-    }
-    if (ok && better && (leaves.count(vote) || budgetLeft()))
+    // The repaired relaxation (an upper bound at no cost), and for one
+    // that raised the bound its values of S, solved with S fixed.
+    std::vector<int> vote = repair(r);
+    if (!vote.empty() && better && (leaves.count(vote) || budgetLeft()))
       leaf(vote);
     if (closes(bestCost, lowerBound))
       break;
@@ -730,7 +766,7 @@ void Conditioner::descend() {
 }
 
 double Conditioner::branch(int k, std::vector<int> &fixed, const Sub &parent) {
-  // Children in the order of the parent's votes; a child's relaxation
+  // Children in the order of the parent's ranking; a child's relaxation
   // bounds its subtree. Returns a lower bound on the subtree.
   double bound = kInf;
   bool last = k + 1 == int(S.size());
@@ -753,6 +789,7 @@ double Conditioner::branch(int k, std::vector<int> &fixed, const Sub &parent) {
       bound = std::min(bound, r.lowerBound); // kInfinity: no completion
       continue;
     }
+    repair(r);
     if (agree(r)) {
       offer(r.choice);
       if (r.exact) {
