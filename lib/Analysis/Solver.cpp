@@ -1,9 +1,18 @@
-//===- Solver.cpp - exact min-cost layout assignment ------------*- C++ -*-===//
+//===- Solver.cpp - min-cost layout assignment ------------------*- C++ -*-===//
 //
-// Bucket elimination with Pareto fronts.
+// Bucket elimination with Pareto fronts, and conditioning on a cutset when
+// the elimination would be too large.
 //
 // The problem: nodes with a finite set of choices, a cost and a memory amount
 // per choice, pairwise edge costs, and a budget on the summed memory.
+//
+// Phase 0 (planning, before any table is built). Two greedy elimination
+// orders are simulated on the graph (detail::planOrder): min-weight (the
+// node whose neighbourhood table is smallest first) and weighted min-fill.
+// The simulation knows every table the elimination will build: if one
+// exceeds SolverOptions::maxTableSize or the work (the sum of table size x
+// choices) exceeds maxWork, the exact elimination is not attempted and the
+// fallback below answers instead, within milliseconds of the decision.
 //
 // Phase 1 (tables). Every node contributes a unary table, every edge a
 // pairwise table. A table maps each assignment of its scope (the nodes it
@@ -12,10 +21,9 @@
 // large). Without a budget every front holds one entry and this is the
 // textbook min-sum elimination.
 //
-// Phase 2 (elimination). Nodes are eliminated one at a time in a greedy
-// order computed up front on the graph (Eliminator::order): min-weight (the
-// node whose neighbourhood table is smallest first), or weighted min-fill
-// when that at least halves the summed table sizes. Eliminating x
+// Phase 2 (elimination). Nodes are eliminated one at a time in the order of
+// phase 0: min-weight, or weighted min-fill when that at least halves the
+// summed table sizes (or when only it fits the limits). Eliminating x
 // multiplies every table that mentions x (Minkowski sums of fronts),
 // minimises over x (union of fronts) and prunes dominated entries and
 // entries over the budget. The new table depends on x's neighbours only.
@@ -30,7 +38,9 @@
 // and if partial solution A dominates B over the same eliminated set, any
 // completion of B is a completion of A that costs no more and uses no more
 // memory, so dropping B loses nothing. The only inexact step is thinning a
-// front above SolverOptions::maxFrontSize, which is reported.
+// front above SolverOptions::maxFrontSize, which is reported (with the
+// budget-free optimum as the lower bound). Thinning keeps each front's
+// least-memory entry, so an infeasible answer is proven even then.
 //
 // Two passes (solveExact). With a budget, the problem is first solved
 // without it: every front then holds one entry, and plain min-sum needs no
@@ -44,6 +54,35 @@
 // Cost: for each eliminated node, (table size of its neighbourhood) x
 // (choices) x (front sizes). Transformer graphs have small elimination width
 // (the residual stream), so this is linear in the number of layers.
+//
+// Fallback (SolverFallback.cpp): a hub, a value read by every layer (a
+// shared zero-init tensor, a causal mask), is in every separator; several
+// hubs multiply every table by their choice counts. The fallback picks a
+// cutset S, repeatedly the node whose removal saves the most simulated work
+// (a hub first), until the rest R fits; then
+//  - relaxation (lower bound): every node of S is split into one copy per
+//    incident edge, each choosing independently, with the node's cost
+//    divided among the copies plus Lagrange multipliers summing to zero
+//    over a node's copies, and its memory on the first copy. Every original
+//    assignment keeps its cost and memory there, so the relaxed optimum
+//    within the budget is a lower bound; copies are leaves, so it is
+//    eliminated in R's order. When the copies of its optimum agree, that
+//    optimum is an assignment of the original and optimal. Subgradient
+//    steps on the multipliers raise the bound;
+//  - conditioning (upper bound): S fixed to values (each node of S at the
+//    value cheapest against its neighbours' values in a relaxed optimum,
+//    which with the rest of that optimum is already an assignment; then
+//    coordinate descent, then branch and bound over S's values with the
+//    relaxation of each partial fixing as its bound), the rest solved
+//    exactly with S's edges folded into unary costs and the budget reduced
+//    by S's memory;
+//  - exhaustive conditioning: when S's choice counts multiply to at most
+//    maxConditioningSolves (and their solves fit maxFallbackWork), every
+//    assignment of S is solved, which is exact.
+// The answer is the best assignment found, the best proven bound, and
+// their relative gap; exact when they meet (to rounding), and infeasible
+// with proof when the relaxation or a completed search finds nothing. The
+// fallback's work is bounded by maxFallbackSolves and maxFallbackWork.
 //
 //===----------------------------------------------------------------------===//
 
@@ -173,21 +212,18 @@ public:
       : problem(p), options(o), budget(budget), adjacency(p.numNodes()),
         tablesOf(p.numNodes()) {}
 
-  /// Solves in `given` order, or in the order chosen below when empty;
-  /// `used` receives the order (both passes of solveExact build the same
-  /// graph, so the second reuses the first's order).
-  AssignmentSolution run(const std::vector<int> &given = {},
-                         std::vector<int> *used = nullptr);
+  /// Solves in the given order (a permutation of the nodes, planned by
+  /// detail::planOrder on the same graph).
+  AssignmentSolution run(const std::vector<int> &order);
+  /// Front entries combined so far (a machine-independent measure of the
+  /// time taken).
+  double effort = 0;
 
 private:
   int addTable(std::vector<int> scope, std::vector<Front> fronts);
   /// Entries of a table over `scope` (a vector or set of nodes), capped at
   /// maxTableSize + 1.
   template <typename Scope> int64_t tableSize(const Scope &scope) const;
-  /// A greedy elimination order over the current graph (simulated on a
-  /// copy of the adjacency) and its work: the sum over eliminated nodes of
-  /// their neighbourhood table size times their choices.
-  std::vector<int> order(bool fill, double &work) const;
   bool eliminate(int node);
   /// The pruned Minkowski sum of two fronts, with join traces.
   Front add(const Front &a, const Front &b);
@@ -227,7 +263,27 @@ int64_t Eliminator::tableSize(const Scope &scope) const {
   return size;
 }
 
-std::vector<int> Eliminator::order(bool fill, double &work) const {
+/// Entries of a table over `scope` (node ids into `choices`), capped at
+/// cap + 1.
+template <typename Scope>
+int64_t cappedSize(const std::vector<int> &choices, const Scope &scope,
+                   int64_t cap) {
+  int64_t size = 1;
+  for (int n : scope) {
+    size *= choices[n];
+    if (size > cap)
+      return cap + 1;
+  }
+  return size;
+}
+
+/// Simulates one greedy order on a copy of the graph. Stops early (returns
+/// false, plan.fits false) at the first table over `cap` or once the work
+/// passes maxWork.
+bool simulateOrder(const std::vector<int> &choices,
+                   std::vector<std::set<int>> adj,
+                   const std::vector<int> &groups, bool fill, int64_t cap,
+                   double maxWork, detail::OrderPlan &plan) {
   // Within an elimination group (lowest first):
   //  - min-weight: the node whose neighbourhood table is smallest;
   //  - weighted min-fill: the node whose elimination adds the fewest table
@@ -238,8 +294,7 @@ std::vector<int> Eliminator::order(bool fill, double &work) const {
   //    whose backward reads forward values at the other end of the
   //    function, that led to 9-node scopes where min-fill keeps 7 or 8 and
   //    a tenth of the table entries.
-  int n = problem.numNodes();
-  std::vector<std::set<int>> adj = adjacency;
+  int n = int(choices.size());
   using Key = std::tuple<int, int64_t, int64_t, int>;
   // A hub (a value every layer reads: a scalar, a mask) has so many
   // neighbours that it goes last anyway; scoring its fill exactly would
@@ -247,10 +302,8 @@ std::vector<int> Eliminator::order(bool fill, double &work) const {
   constexpr size_t kHubDegree = 32;
   std::vector<int> scratch;
   auto key = [&](int x) {
-    int group = x < int(options.eliminationGroup.size())
-                    ? options.eliminationGroup[x]
-                    : 0;
-    int64_t weight = tableSize(adj[x]) * problem.numChoices(x);
+    int group = x < int(groups.size()) ? groups[x] : 0;
+    int64_t weight = cappedSize(choices, adj[x], cap) * choices[x];
     if (!fill)
       return Key(group, 0, weight, x);
     if (adj[x].size() > kHubDegree)
@@ -260,8 +313,7 @@ std::vector<int> Eliminator::order(bool fill, double &work) const {
     for (size_t i = 0; i < scratch.size(); ++i)
       for (size_t j = i + 1; j < scratch.size(); ++j)
         if (!adj[scratch[i]].count(scratch[j]))
-          added += int64_t(problem.numChoices(scratch[i])) *
-                   problem.numChoices(scratch[j]);
+          added += int64_t(choices[scratch[i]]) * choices[scratch[j]];
     return Key(group, added, weight, x);
   };
   std::set<Key> queue;
@@ -270,18 +322,42 @@ std::vector<int> Eliminator::order(bool fill, double &work) const {
     keys[i] = key(i);
     queue.insert(keys[i]);
   }
-  std::vector<int> result;
-  result.reserve(n);
+  plan = {};
+  plan.order.reserve(n);
+  plan.contribution.assign(n, 0.0);
   std::vector<bool> done(n, false);
   std::vector<int> touched;
   std::vector<int> mark(n, -1);
-  work = 0;
   while (!queue.empty()) {
     int x = std::get<3>(*queue.begin());
     queue.erase(queue.begin());
-    result.push_back(x);
+    plan.order.push_back(x);
     done[x] = true;
-    work += double(tableSize(adj[x])) * problem.numChoices(x);
+    int64_t size = cappedSize(choices, adj[x], cap);
+    double step = double(size) * choices[x];
+    plan.work += step;
+    plan.contribution[x] += step;
+    for (int y : adj[x])
+      plan.contribution[y] += step;
+    if (size > plan.maxTable || plan.worstScope.empty()) {
+      plan.maxTable = size;
+      plan.worstScope.assign(adj[x].begin(), adj[x].end());
+      plan.worstScope.push_back(x);
+    }
+    if (size > cap || plan.work > maxWork) {
+      // Stopped: what is left would cost at least its nodes' current
+      // neighbourhood tables, counted where the work was (a hub, in every
+      // remaining neighbourhood, collects the most).
+      for (int y = 0; y < n; ++y) {
+        if (done[y])
+          continue;
+        double rest = double(cappedSize(choices, adj[y], cap)) * choices[y];
+        plan.contribution[y] += rest;
+        for (int z : adj[y])
+          plan.contribution[z] += rest;
+      }
+      return false;
+    }
     // Eliminating x joins its neighbours (as Eliminator::eliminate does).
     std::vector<int> neighbours(adj[x].begin(), adj[x].end());
     for (int a : neighbours) {
@@ -316,8 +392,40 @@ std::vector<int> Eliminator::order(bool fill, double &work) const {
       queue.insert(keys[m]);
     }
   }
-  return result;
+  plan.fits = true;
+  return true;
 }
+
+} // namespace
+
+detail::OrderPlan detail::planOrder(const std::vector<int> &choices,
+                                    const std::vector<std::set<int>> &adjacency,
+                                    const std::vector<int> &groups,
+                                    int64_t maxTableSize, double maxWork) {
+  // Two greedy orders, simulated on the graph; the elimination follows the
+  // one whose tables are smaller in all (min-weight unless weighted
+  // min-fill at least halves the work: ties between equally good plans are
+  // broken by the order, and min-weight is the historic one). An order
+  // that does not fit the limits loses to one that does.
+  OrderPlan byWeight, byFill;
+  simulateOrder(choices, adjacency, groups, /*fill=*/false, maxTableSize,
+                maxWork, byWeight);
+  simulateOrder(choices, adjacency, groups, /*fill=*/true, maxTableSize,
+                maxWork, byFill);
+  if (byWeight.fits && byFill.fits)
+    return byFill.work < 0.5 * byWeight.work ? byFill : byWeight;
+  if (byWeight.fits)
+    return byWeight;
+  if (byFill.fits)
+    return byFill;
+  // Neither fits: the one that got further (the fallback picks from it).
+  return std::make_pair(byWeight.order.size(), -byWeight.maxTable) >=
+                 std::make_pair(byFill.order.size(), -byFill.maxTable)
+             ? byWeight
+             : byFill;
+}
+
+namespace {
 
 int Eliminator::addTable(std::vector<int> scope, std::vector<Front> fronts) {
   if (scope.empty()) {
@@ -369,6 +477,7 @@ int Eliminator::keep(int trace) {
 }
 
 Front Eliminator::add(const Front &a, const Front &b) {
+  effort += double(a.size()) * b.size();
   auto join = [&](int left, int right) {
     if (left == -1)
       return right;
@@ -487,6 +596,7 @@ bool Eliminator::eliminate(int x) {
     // Without a budget every front holds at most one entry: plain min-sum,
     // with no front arithmetic and one trace per table entry. Ties go to
     // the lowest value, sums are taken in view order (as below).
+    effort += double(size) * choicesX * std::max<size_t>(1, views.size());
     for (int64_t index = 0; index < size; ++index) {
       double bestCost = AssignmentProblem::kInfinity;
       int bestValue = -1;
@@ -555,6 +665,7 @@ bool Eliminator::eliminate(int x) {
         Front merged(best.size() + mine.size());
         std::merge(best.begin(), best.end(), mine.begin(), mine.end(),
                    merged.begin(), byMemoryThenCost<Entry>);
+        effort += double(merged.size());
         pruneSorted(merged, options.maxFrontSize, thinned);
         best = std::move(merged);
       }
@@ -590,8 +701,7 @@ bool Eliminator::eliminate(int x) {
   return true;
 }
 
-AssignmentSolution Eliminator::run(const std::vector<int> &given,
-                                   std::vector<int> *used) {
+AssignmentSolution Eliminator::run(const std::vector<int> &order) {
   AssignmentSolution solution;
   int n = problem.numNodes();
   for (int i = 0; i < n; ++i)
@@ -622,23 +732,10 @@ AssignmentSolution Eliminator::run(const std::vector<int> &given,
     addTable({u, v}, std::move(fronts));
   }
 
-  // Two greedy orders, simulated on the graph; the elimination follows
-  // the one whose tables are smaller in all (min-weight unless weighted
-  // min-fill at least halves the work: ties between equally good plans are
-  // broken by the order, and min-weight is the historic one).
-  std::vector<int> chosen = given;
-  if (chosen.empty()) {
-    double weightWork = 0, fillWork = 0;
-    std::vector<int> byWeight = order(/*fill=*/false, weightWork);
-    std::vector<int> byFill = order(/*fill=*/true, fillWork);
-    chosen =
-        fillWork < 0.5 * weightWork ? std::move(byFill) : std::move(byWeight);
-  }
-  if (used)
-    *used = chosen;
-  for (int x : chosen)
+  solution.solves = 1;
+  for (int x : order)
     if (!eliminate(x)) {
-      solution.exact = false;
+      solution.exact = false; // refused: the order was planned elsewhere
       return solution;
     }
 
@@ -646,11 +743,16 @@ AssignmentSolution Eliminator::run(const std::vector<int> &given,
   Front acc{{0.0, 0.0, -1}};
   for (const Front &f : finished)
     acc = add(acc, f);
-  solution.exact = !thinned;
   solution.width = width;
   solution.largestFront = largestFront;
+  // Thinning keeps every front's least-memory entry (fronts are sorted by
+  // memory and thinned evenly from the first), so each table entry keeps
+  // the least memory any partial solution reaches: a thinned pass still
+  // finds a feasible assignment whenever there is one, and "infeasible" is
+  // proven either way.
   if (acc.empty())
     return solution;
+  solution.exact = !thinned;
   const Entry *best = &acc.front();
   for (const Entry &e : acc)
     if (e.cost < best->cost)
@@ -679,11 +781,37 @@ AssignmentSolution Eliminator::run(const std::vector<int> &given,
 
 } // namespace
 
-AssignmentSolution mlir::tp::solveExact(const AssignmentProblem &problem,
-                                        const SolverOptions &options) {
+void detail::finishBounds(AssignmentSolution &s) {
+  if (s.exact) {
+    s.lowerBound = s.cost; // kInfinity when proven infeasible
+    s.gap = 0;
+    return;
+  }
+  s.lowerBound = std::min(s.lowerBound, s.cost);
+  if (!s.feasible) {
+    s.gap = AssignmentProblem::kInfinity;
+    return;
+  }
+  s.gap =
+      std::max(0.0, s.cost - s.lowerBound) / std::max(std::abs(s.cost), 1e-300);
+}
+
+AssignmentSolution detail::solveInOrder(const AssignmentProblem &problem,
+                                        const SolverOptions &options,
+                                        const std::vector<int> &order,
+                                        double *effort) {
   double budget = problem.memoryBudget;
-  if (budget == AssignmentProblem::kInfinity)
-    return Eliminator(problem, options, budget).run();
+  Eliminator first(problem, options, AssignmentProblem::kInfinity);
+  AssignmentSolution free = first.run(order);
+  if (effort)
+    *effort += first.effort;
+  // Without a budget nothing is thinned: an answer is exact, and its cost
+  // is a lower bound under any budget.
+  free.lowerBound = free.cost;
+  if (budget == AssignmentProblem::kInfinity) {
+    finishBounds(free);
+    return free;
+  }
   // Without the budget, fronts hold one entry each and the elimination is
   // plain min-sum. If that optimum fits the budget it is also the optimum
   // under it (the budget only removes assignments); a training step's
@@ -693,13 +821,48 @@ AssignmentSolution mlir::tp::solveExact(const AssignmentProblem &problem,
   // the constrained one. An infeasible or abandoned first pass is final:
   // the budget cannot add assignments, and both passes build the same
   // tables.
-  std::vector<int> order;
-  AssignmentSolution free =
-      Eliminator(problem, options, AssignmentProblem::kInfinity)
-          .run({}, &order);
-  if (!free.feasible || (free.exact && free.memory <= budget))
+  if (!free.feasible || (free.exact && free.memory <= budget)) {
+    finishBounds(free);
     return free;
-  return Eliminator(problem, options, budget).run(order);
+  }
+  Eliminator second(problem, options, budget);
+  AssignmentSolution bounded = second.run(order);
+  if (effort)
+    *effort += second.effort;
+  bounded.solves = 2;
+  bounded.width = std::max(bounded.width, free.width);
+  bounded.lowerBound = free.cost;
+  finishBounds(bounded);
+  return bounded;
+}
+
+AssignmentSolution mlir::tp::solveExact(const AssignmentProblem &problem,
+                                        const SolverOptions &options) {
+  int n = problem.numNodes();
+  for (int i = 0; i < n; ++i)
+    if (problem.numChoices(i) == 0) {
+      AssignmentSolution none; // a node with no choice: nothing is feasible
+      detail::finishBounds(none);
+      return none;
+    }
+  std::vector<int> choices(n);
+  for (int i = 0; i < n; ++i)
+    choices[i] = problem.numChoices(i);
+  std::vector<std::set<int>> adjacency(n);
+  for (const AssignmentProblem::Edge &e : problem.edges) {
+    adjacency[e.u].insert(e.v);
+    adjacency[e.v].insert(e.u);
+  }
+  // Decided before any table is built: the simulated order tells the size
+  // of every table the elimination would build.
+  detail::OrderPlan plan =
+      detail::planOrder(choices, adjacency, options.eliminationGroup,
+                        options.maxTableSize, options.maxWork);
+  if (plan.fits)
+    return detail::solveInOrder(problem, options, plan.order);
+  // Hubs (values read across all layers) or plain width: condition on a
+  // cutset instead (SolverFallback.cpp).
+  return detail::solveByConditioning(problem, options, plan);
 }
 
 AssignmentSolution mlir::tp::solveBruteForce(const AssignmentProblem &problem) {
@@ -727,5 +890,6 @@ AssignmentSolution mlir::tp::solveBruteForce(const AssignmentProblem &problem) {
     if (i < 0)
       break;
   }
+  detail::finishBounds(best);
   return best;
 }

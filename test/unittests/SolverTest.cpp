@@ -4,7 +4,9 @@
 
 #include "gtest/gtest.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 using namespace mlir::tp;
@@ -69,6 +71,10 @@ TEST(SolverTest, MatchesBruteForceOnRandomProblems) {
     AssignmentSolution exact = solveExact(p);
     ASSERT_EQ(exact.feasible, brute.feasible) << "trial " << trial;
     EXPECT_TRUE(exact.exact) << "trial " << trial;
+    // Small problems fit the exact elimination: no fallback, no gap.
+    EXPECT_EQ(exact.relaxedNodes, 0) << "trial " << trial;
+    EXPECT_EQ(exact.gap, 0.0) << "trial " << trial;
+    EXPECT_EQ(exact.lowerBound, exact.cost) << "trial " << trial;
     if (!brute.feasible) {
       ++infeasible;
       continue;
@@ -110,6 +116,7 @@ TEST(SolverTest, ResidualChainHasSmallWidth) {
   AssignmentSolution s = solveExact(p);
   ASSERT_TRUE(s.feasible);
   EXPECT_TRUE(s.exact);
+  EXPECT_EQ(s.relaxedNodes, 0);
   EXPECT_LE(s.width, 2);
   EXPECT_EQ(s.largestFront, 1); // no budget: plain min-sum
   // Without a budget the cheapest choice (cost 0.5) wins everywhere.
@@ -227,7 +234,352 @@ TEST(SolverTest, TrainingLadder) {
     AssignmentSolution s = solveExact(p);
     ASSERT_TRUE(s.feasible);
     EXPECT_TRUE(s.exact);
+    EXPECT_EQ(s.relaxedNodes, 0);
     EXPECT_LE(s.width, 3) << layers << " layers";
     EXPECT_LE(s.memory, p.memoryBudget);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// The fallback: problems whose elimination does not fit the limits.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// randomProblem(n) plus a hub: a node joined to every other one, with
+/// 2..4 choices, forbidden pairs included.
+AssignmentProblem withHub(std::mt19937 &rng, int n, bool budgeted) {
+  AssignmentProblem p = randomProblem(rng, n, false);
+  std::uniform_real_distribution<double> cost(0.0, 10.0);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int c = std::uniform_int_distribution<int>(2, 4)(rng);
+  std::vector<double> costs, mems;
+  for (int j = 0; j < c; ++j) {
+    costs.push_back(cost(rng));
+    mems.push_back(budgeted ? std::uniform_int_distribution<int>(0, 5)(rng)
+                            : 0);
+  }
+  int hub = p.addNode(costs, mems);
+  for (int v = 0; v < n; ++v) {
+    std::vector<double> t;
+    for (int a = 0; a < c * p.numChoices(v); ++a)
+      t.push_back(unit(rng) < 0.05 ? kInf : cost(rng));
+    p.addEdge(hub, v, t);
+  }
+  if (budgeted) {
+    // Memory on every node, and a budget between the least and the most
+    // an assignment can use.
+    std::uniform_int_distribution<int> memory(0, 5);
+    double least = 0, most = 0;
+    for (int i = 0; i < p.numNodes(); ++i) {
+      if (i != hub)
+        for (double &m : p.nodeMemory[i])
+          m = memory(rng);
+      least +=
+          *std::min_element(p.nodeMemory[i].begin(), p.nodeMemory[i].end());
+      most += *std::max_element(p.nodeMemory[i].begin(), p.nodeMemory[i].end());
+    }
+    p.memoryBudget =
+        std::floor(least + (most - least) * (0.2 + 0.5 * unit(rng)));
+  }
+  return p;
+}
+
+/// The checks every answer must pass against enumeration: feasible exactly
+/// when enumeration is, the assignment has the reported cost and fits, the
+/// lower bound is below the optimum and the cost above it, the gap is the
+/// relative distance between them, and an exact answer is optimal.
+void checkAgainstBruteForce(const AssignmentProblem &p,
+                            const AssignmentSolution &s,
+                            const AssignmentSolution &brute, int trial) {
+  SCOPED_TRACE("trial " + std::to_string(trial));
+  double tol = 1e-9 * std::max(1.0, std::abs(brute.cost));
+  ASSERT_EQ(s.feasible, brute.feasible);
+  if (!brute.feasible) {
+    EXPECT_TRUE(s.exact); // infeasibility is proven, not given up on
+    EXPECT_EQ(s.lowerBound, kInf);
+    return;
+  }
+  auto [cost, memory] = p.evaluate(s.choice);
+  EXPECT_NEAR(cost, s.cost, tol);
+  EXPECT_NEAR(memory, s.memory, 1e-9);
+  EXPECT_LE(memory, p.memoryBudget);
+  EXPECT_LE(s.lowerBound, brute.cost + tol);
+  EXPECT_LE(brute.cost, s.cost + tol);
+  EXPECT_GE(s.gap, 0.0);
+  EXPECT_NEAR(s.gap,
+              (s.cost - s.lowerBound) / std::max(std::abs(s.cost), 1e-300),
+              1e-9);
+  if (s.exact) {
+    EXPECT_NEAR(s.cost, brute.cost, tol);
+    EXPECT_EQ(s.gap, 0.0);
+    EXPECT_EQ(s.lowerBound, s.cost);
+  }
+}
+
+} // namespace
+
+// A hub joined to every node of random problems, with tables limited to a
+// few entries so that the exact elimination does not fit: the fallback
+// always finds a plan when there is one, proves infeasibility when there
+// is none, and brackets the optimum between its bound and its cost; with
+// one or two conditioned nodes (exhaustive conditioning) it is exact.
+TEST(SolverTest, FallbackBracketsTheOptimumOnHubProblems) {
+  std::mt19937 rng(20260517);
+  int fallbacks = 0, exhaustive = 0, exact = 0, infeasible = 0, inexact = 0;
+  double worstGap = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    int n = 7 + trial % 5; // 8..12 nodes with the hub
+    bool budgeted = trial % 2 == 1;
+    AssignmentProblem p = withHub(rng, n, budgeted);
+    SolverOptions options;
+    options.maxTableSize = 4 << (trial % 3); // 4, 8 or 16 entries
+    AssignmentSolution brute = solveBruteForce(p);
+    AssignmentSolution s = solveExact(p, options);
+    checkAgainstBruteForce(p, s, brute, trial);
+    if (s.relaxedNodes == 0)
+      continue;
+    ++fallbacks;
+    infeasible += !brute.feasible;
+    exact += s.exact && brute.feasible;
+    if (brute.feasible && !s.exact) {
+      ++inexact;
+      worstGap = std::max(worstGap, s.gap);
+    }
+    // Few conditioned nodes: every assignment of them is solved.
+    if (s.relaxedNodes == 1 && brute.feasible) {
+      ++exhaustive;
+      EXPECT_TRUE(s.exact) << "trial " << trial;
+    }
+    EXPECT_LE(s.solves, options.maxFallbackSolves) << "trial " << trial;
+  }
+  std::printf("fallback on %d of 400: %d exact (%d on one node), %d proven "
+              "infeasible, %d inexact (worst gap %.3g)\n",
+              fallbacks, exact, exhaustive, infeasible, inexact, worstGap);
+  EXPECT_GT(fallbacks, 300);
+  EXPECT_GT(exhaustive, 20);
+  EXPECT_GT(infeasible, 5);
+}
+
+// One hub on a chain: without the hub the chain fits, so the hub alone is
+// conditioned, all of its values are tried, and the answer is exact, with
+// and without a binding budget.
+TEST(SolverTest, FallbackOnOneHubIsExact) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> cost(0.0, 10.0);
+  for (bool budgeted : {false, true}) {
+    AssignmentProblem p;
+    for (int i = 0; i < 11; ++i)
+      p.addNode({cost(rng), cost(rng), cost(rng)},
+                {budgeted ? 3.0 : 0.0, budgeted ? 1.0 : 0.0, 0.0});
+    int hub =
+        p.addNode({cost(rng), cost(rng), cost(rng), cost(rng)}, {4, 3, 1, 0});
+    auto table = [&](int rows, int cols) {
+      std::vector<double> t;
+      for (int i = 0; i < rows * cols; ++i)
+        t.push_back(cost(rng));
+      return t;
+    };
+    for (int i = 0; i + 1 < 11; ++i)
+      p.addEdge(i, i + 1, table(3, 3));
+    for (int i = 0; i < 11; ++i)
+      p.addEdge(hub, i, table(4, 3));
+    if (budgeted)
+      p.memoryBudget = 14; // the least is 0, the most 37
+    SolverOptions options;
+    options.maxTableSize = 3; // fits the chain, not the chain plus the hub
+    AssignmentSolution brute = solveBruteForce(p);
+    AssignmentSolution s = solveExact(p, options);
+    checkAgainstBruteForce(p, s, brute, budgeted);
+    EXPECT_EQ(s.relaxedNodes, 1);
+    EXPECT_TRUE(s.exact);
+    EXPECT_EQ(s.solves, 1 + 4); // the relaxation, then the hub's 4 values
+    // The same problem within the default limits is solved exactly in one
+    // elimination.
+    AssignmentSolution whole = solveExact(p);
+    EXPECT_EQ(whole.relaxedNodes, 0);
+    EXPECT_NEAR(whole.cost, s.cost, 1e-9);
+  }
+}
+
+// Pins that contradict each other through a hub: the fallback proves the
+// problem infeasible (exact) instead of giving up.
+TEST(SolverTest, FallbackProvesInfeasibility) {
+  AssignmentProblem p;
+  int hub = p.addNode({1.0, 1.0});
+  std::vector<int> chain;
+  for (int i = 0; i < 6; ++i)
+    chain.push_back(p.addNode({1.0, 2.0}));
+  for (int i = 0; i + 1 < 6; ++i)
+    p.addEdge(chain[i], chain[i + 1], {0, 1, 1, 0});
+  for (int i = 0; i < 6; ++i)
+    p.addEdge(hub, chain[i], {0, 1, 1, 0});
+  // The first chain node wants the hub at 0, the last at 1.
+  p.addEdge(hub, chain[0], {0, 0, kInf, kInf});
+  p.addEdge(hub, chain[5], {kInf, kInf, 0, 0});
+  SolverOptions options;
+  options.maxTableSize = 2;
+  AssignmentSolution s = solveExact(p, options);
+  EXPECT_FALSE(s.feasible);
+  EXPECT_TRUE(s.exact);
+  EXPECT_GT(s.relaxedNodes, 0);
+  EXPECT_FALSE(solveBruteForce(p).feasible);
+}
+
+namespace {
+
+/// A transformer-like graph: `layers` layers of a residual stream and two
+/// sub-blocks (weight, matmul, activation, weight, matmul, add) between two
+/// stream values, plus `hubs` hub nodes (a shared constant, a causal mask)
+/// each read in every sub-block. 4 choices per layer node, `hubChoices` per
+/// hub; weights with memory {4, 1, 1, 2}. Random costs; with `replicated`,
+/// a hub's value 0 (a replicated constant) costs its readers nothing.
+AssignmentProblem transformer(std::mt19937 &rng, int layers, int hubs,
+                              int hubChoices, bool replicated = false) {
+  std::uniform_real_distribution<double> cost(0.0, 10.0);
+  auto table = [&](int rows, int cols) {
+    std::vector<double> t;
+    for (int i = 0; i < rows * cols; ++i)
+      t.push_back(cost(rng));
+    return t;
+  };
+  auto node = [&] {
+    return std::vector<double>{cost(rng), cost(rng), cost(rng), cost(rng)};
+  };
+  AssignmentProblem p;
+  std::vector<int> hub;
+  for (int h = 0; h < hubs; ++h) {
+    std::vector<double> c;
+    for (int j = 0; j < hubChoices; ++j)
+      c.push_back(cost(rng));
+    hub.push_back(p.addNode(c));
+  }
+  int stream = p.addNode(node());
+  for (int l = 0; l < layers; ++l) {
+    for (int block = 0; block < 2; ++block) {
+      // weight -> matmul -> act -> matmul(weight) -> add(stream)
+      int w1 = p.addNode(node(), {4, 1, 1, 2});
+      int m1 = p.addNode(node());
+      int act = p.addNode(node());
+      int w2 = p.addNode(node(), {4, 1, 1, 2});
+      int m2 = p.addNode(node());
+      int add = p.addNode(node());
+      p.addEdge(stream, m1, table(4, 4));
+      p.addEdge(w1, m1, table(4, 4));
+      p.addEdge(m1, act, table(4, 4));
+      p.addEdge(act, m2, table(4, 4));
+      p.addEdge(w2, m2, table(4, 4));
+      p.addEdge(m2, add, table(4, 4));
+      p.addEdge(stream, add, table(4, 4)); // the residual
+      // Every hub is read in every sub-block.
+      for (int h : hub) {
+        std::vector<double> t = table(hubChoices, 4);
+        if (replicated)
+          std::fill(t.begin(), t.begin() + 4, 0.0);
+        p.addEdge(h, block == 0 ? act : m1, t);
+      }
+      stream = add;
+    }
+  }
+  return p;
+}
+
+} // namespace
+
+// Hubs read by every layer join all layers into one clique: the exact
+// elimination would need a table over all hubs (10 hubs of 6 choices:
+// 6^10 entries). The solver sees that before building anything and falls
+// back to conditioning on the hubs: a feasible plan with a bound, quickly,
+// with and without a binding budget. With random costs on every hub edge
+// the relaxation is loose (each layer would like its own value of each
+// hub) and the gap stays open.
+TEST(SolverTest, FallbackOnTransformerWithHubs) {
+  std::mt19937 rng(3);
+  for (bool budgeted : {false, true}) {
+    AssignmentProblem p = transformer(rng, 24, 10, 6);
+    if (budgeted) {
+      double most = 0;
+      for (const std::vector<double> &m : p.nodeMemory)
+        most += *std::max_element(m.begin(), m.end());
+      p.memoryBudget = 0.5 * most;
+    }
+    auto start = std::chrono::steady_clock::now();
+    AssignmentSolution s = solveExact(p);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    std::printf("transformer, 24 layers, 10 hubs%s: %.3f s, %d solves, %d "
+                "relaxed, cost %.4f, bound %.4f, gap %.3g%%, exact %d\n",
+                budgeted ? ", budget" : "", seconds, s.solves, s.relaxedNodes,
+                s.cost, s.lowerBound, 100 * s.gap, int(s.exact));
+    ASSERT_TRUE(s.feasible);
+    EXPECT_GE(s.relaxedNodes, 7); // 7 hubs are needed, 10 at most pay
+    EXPECT_LE(s.relaxedNodes, 10);
+    EXPECT_LE(s.memory, p.memoryBudget);
+    auto [cost, memory] = p.evaluate(s.choice);
+    EXPECT_NEAR(cost, s.cost, 1e-9 * cost);
+    EXPECT_LE(memory, p.memoryBudget);
+    EXPECT_GT(s.lowerBound, 0.75 * s.cost);
+    EXPECT_LE(s.lowerBound, s.cost);
+    EXPECT_LE(s.solves, SolverOptions().maxFallbackSolves);
+    EXPECT_LT(seconds, 5.0); // well under a second in a release build
+  }
+}
+
+// Hubs as the planner sees them: a replicated constant or mask costs its
+// readers nothing, so every copy of a hub agrees and the relaxation's
+// optimum is an assignment of the original: exact, in a few solves.
+TEST(SolverTest, FallbackOnTransformerWithReplicatedHubsIsExact) {
+  std::mt19937 rng(5);
+  for (bool budgeted : {false, true}) {
+    AssignmentProblem p = transformer(rng, 24, 10, 6, /*replicated=*/true);
+    if (budgeted) {
+      double most = 0;
+      for (const std::vector<double> &m : p.nodeMemory)
+        most += *std::max_element(m.begin(), m.end());
+      p.memoryBudget = 0.5 * most;
+    }
+    auto start = std::chrono::steady_clock::now();
+    AssignmentSolution s = solveExact(p);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    std::printf("replicated hubs%s: %.3f s, %d solves, %d relaxed, cost "
+                "%.4f, bound %.4f, exact %d\n",
+                budgeted ? ", budget" : "", seconds, s.solves, s.relaxedNodes,
+                s.cost, s.lowerBound, int(s.exact));
+    ASSERT_TRUE(s.feasible);
+    EXPECT_GT(s.relaxedNodes, 0);
+    EXPECT_TRUE(s.exact);
+    EXPECT_EQ(s.gap, 0.0);
+    EXPECT_LE(s.memory, p.memoryBudget);
+    EXPECT_LT(seconds, 5.0);
+  }
+}
+
+// Six hubs of three choices on 24 layers: the whole elimination does not
+// fit (its tables do, 6 hubs in every scope, but not its work: 3.5e7 >
+// maxWork), but two conditioned hubs leave a rest that fits, and their 9
+// assignments are solved one by one: exact. The same
+// problem with exhaustive conditioning disabled goes through the bounded
+// search (more hubs, Lagrangian bound, branch and bound) and must find the
+// same cost or report its gap.
+TEST(SolverTest, FallbackConditionsExhaustivelyWhenSmall) {
+  std::mt19937 rng(0);
+  AssignmentProblem p = transformer(rng, 24, 6, 3);
+  AssignmentSolution s = solveExact(p);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.relaxedNodes, 2);
+  EXPECT_TRUE(s.exact);
+  EXPECT_EQ(s.solves, 1 + 9); // the relaxation, then 3 x 3 assignments
+  SolverOptions options;
+  options.maxConditioningSolves = 0;
+  AssignmentSolution t = solveExact(p, options);
+  ASSERT_TRUE(t.feasible);
+  EXPECT_GT(t.relaxedNodes, 2);
+  EXPECT_LE(t.lowerBound, s.cost + 1e-9 * s.cost);
+  EXPECT_GE(t.cost, s.cost - 1e-9 * s.cost);
+  std::printf("exhaustive: cost %.4f in %d solves; bounded search: cost %.4f, "
+              "bound %.4f, gap %.3g%% in %d solves\n",
+              s.cost, s.solves, t.cost, t.lowerBound, 100 * t.gap, t.solves);
 }
