@@ -188,6 +188,10 @@ llvm::json::Object mlir::tp::getPlanReport(const Plan &plan,
   if (std::optional<TrainingMemory> training = analyzeTrainingMemory(plan))
     report["training"] = getTrainingReport(*training);
   report["solver"] = Object{{"exact", plan.exact},
+                            {"gap", plan.gap},
+                            {"lower_bound_seconds", plan.lowerBound},
+                            {"relaxed_nodes", plan.relaxedNodes},
+                            {"solves", plan.solves},
                             {"rematerialized", plan.rematerialized},
                             {"fused_params_split", plan.fusedParamsSplit},
                             {"nodes", plan.numNodes},

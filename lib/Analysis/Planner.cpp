@@ -263,14 +263,16 @@ FailureOr<Plan> PlanBuilder::run() {
              llvm::make_early_inc_range(llvm::reverse(*body)))
           if (isOpTriviallyDead(&inner))
             inner.erase();
-    int64_t numOps = func.getBody().front().getOperations().size();
-    RematerializeStats remat = rematerializeSharedValues(
-        func, options.largeConstantBytes, 4 * numOps + 1000);
-    plan.rematerialized = remat.clones;
-    if (remat.leftShared)
-      plan.remarks.push_back(llvm::formatv(
-          "{0} cheap shared values stay shared (clone limit reached)",
-          remat.leftShared));
+    if (options.rematerialize) {
+      int64_t numOps = func.getBody().front().getOperations().size();
+      RematerializeStats remat = rematerializeSharedValues(
+          func, options.largeConstantBytes, 4 * numOps + 1000);
+      plan.rematerialized = remat.clones;
+      if (remat.leftShared)
+        plan.remarks.push_back(llvm::formatv(
+            "{0} cheap shared values stay shared (clone limit reached)",
+            remat.leftShared));
+    }
     if (options.splitFusedParams) {
       FusedParamStats fused = splitFusedParameters(func);
       plan.fusedParamsSplit = fused.paramsSplit;
@@ -309,7 +311,10 @@ FailureOr<Plan> PlanBuilder::run() {
   plan.exact = solution.exact;
   plan.solverWidth = solution.width;
   plan.largestFront = solution.largestFront;
+  plan.relaxedNodes = solution.relaxedNodes;
+  plan.solves = solution.solves;
   if (!solution.feasible) {
+    // Proven infeasible (exact) or not found within the fallback's budget.
     InFlightDiagnostic diag = emitError(func.getLoc())
                               << "no layout assignment of '"
                               << func.getSymName() << "' satisfies the pins";
@@ -318,7 +323,9 @@ FailureOr<Plan> PlanBuilder::run() {
            << " bytes per device (parameters need "
            << llvm::formatv("{0:F0}", totalParamBytes) << " bytes in all)";
     if (!solution.exact)
-      diag << "; the search gave up (elimination width too large)";
+      diag << "; the search found none within its budget of solves ("
+           << solution.relaxedNodes
+           << " nodes conditioned) and could not prove that none exists";
     if (budget != kInf) {
       // The least the parameters can take per device, each in its
       // smallest layout (pins and shapes permitting): what a budget must
@@ -338,6 +345,21 @@ FailureOr<Plan> PlanBuilder::run() {
              "param-share=F, memory-budget=BYTES or memory-budget=none";
     }
     return diag;
+  }
+
+  // A plan the search could not prove optimal says how far from the
+  // optimum it may be.
+  plan.lowerBound = solution.lowerBound;
+  plan.gap = solution.exact ? 0 : solution.gap;
+  if (!solution.exact) {
+    std::string warning = llvm::formatv(
+        "the plan of '{0}' is not proven optimal: modelled step time {1:e3} "
+        "s, lower bound {2:e3} s, relative gap {3:e2} ({4} hub nodes "
+        "conditioned, {5} solves)",
+        func.getSymName(), solution.cost, solution.lowerBound, solution.gap,
+        solution.relaxedNodes, solution.solves);
+    emitWarning(func.getLoc()) << warning;
+    plan.remarks.push_back(warning);
   }
 
   // Phase 5: the plan.

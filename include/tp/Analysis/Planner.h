@@ -46,6 +46,8 @@ struct PlannerOptions {
   bool reshardParams = false;
   /// Constants of at least this many bytes are treated like parameters.
   int64_t largeConstantBytes = 1 << 20;
+  /// Copy cheap shared values per consumer first (Rematerialize.h).
+  bool rematerialize = true;
   /// Split fused weights into their pieces first (FusedParams.h).
   bool splitFusedParams = true;
 };
@@ -103,6 +105,13 @@ struct Plan {
   SmallVector<std::string> remarks;
   PlanTotals totals;
   bool exact = true;
+  /// The solver's proven lower bound on the modelled step time, and the
+  /// relative gap to the plan's (0 when exact); hub nodes the fallback
+  /// conditioned on and eliminations run (Solver.h).
+  double lowerBound = 0;
+  double gap = 0;
+  int relaxedNodes = 0;
+  int solves = 0;
   /// Ops cloned in phase 0 (Rematerialize.h), and fused weights split into
   /// pieces (FusedParams.h).
   int64_t rematerialized = 0;

@@ -188,6 +188,7 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
                                 << " must be at least 1";
     options.largeConstantBytes = largeConstantBytes;
     options.splitFusedParams = splitFusedParams;
+    options.rematerialize = rematerialize;
     return options;
   }
 

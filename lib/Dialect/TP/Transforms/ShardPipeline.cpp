@@ -30,6 +30,7 @@ void mlir::tp::buildShardPipeline(OpPassManager &pm,
   propagate.reshardParams = options.reshardParams;
   propagate.largeConstantBytes = options.largeConstantBytes;
   propagate.splitFusedParams = options.splitFusedParams;
+  propagate.rematerialize = options.rematerialize;
   propagate.report = options.report;
   // Upstream shard annotations become pins; no-op without shard ops.
   pm.addPass(createImportShardPass());

@@ -80,6 +80,10 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
       *this, "large-constant-bytes",
       llvm::cl::desc("Constants this large are planned like parameters"),
       llvm::cl::init(1 << 20)};
+  Option<bool> rematerialize{
+      *this, "rematerialize",
+      llvm::cl::desc("Copy cheap shared values per consumer before planning"),
+      llvm::cl::init(true)};
   Option<bool> splitFusedParams{
       *this, "split-fused-params",
       llvm::cl::desc("Split fused weights into their pieces (tp.source)"),

@@ -79,6 +79,9 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
            "Non-splat constants of at least this many bytes are weights baked "
            "in by a front end: planned like parameters (each device slices "
            "its block at run time)">,
+    Option<"rematerialize", "rematerialize", "bool", /*default=*/"true",
+           "Give each consumer of a cheap shared value (a fill, an empty "
+           "tensor, a mask) its own copy before planning">,
     Option<"splitFusedParams", "split-fused-params", "bool",
            /*default=*/"true",
            "Give each piece of a fused weight that the program slices apart "
