@@ -23,9 +23,10 @@
 // Buffers are named (model.json "name", the tensor a --checkpoint or
 // --reference file holds) by the argument's or result's tp.name, else the
 // argument's NameLoc, else argN / resultN; an argument with tp.source (a
-// piece of a fused weight) gets "source", the block of that tensor it is. --reference passes the file to
-// every tp-runner run, which compares each output with it and reads the
-// inputs the checkpoint lacks from it (docs/model-abi.md).
+// piece of a fused weight) gets "source", the block of that tensor it is.
+// --reference passes the file to every tp-runner run, which compares each
+// output with it and reads the inputs the checkpoint lacks from it
+// (docs/model-abi.md).
 //
 // --backend cuda|cuda-shared lowers with --tp-lower-gpu instead, links
 // model.so with libtprt_cuda, and starts the ranks on a GPU backend (Gpu.h,

@@ -413,8 +413,9 @@ Buffer parseBuffer(const Model &model, const JsonValue &value,
   const JsonValue *source = value.get("source");
   if (source && !source->isNull()) {
     if (buffer.role == Role::Output)
-      error("field \"" + path + "source\" is set on an output; only inputs "
-            "and params are blocks of a stored tensor");
+      error("field \"" + path +
+            "source\" is set on an output; only inputs and params are "
+            "blocks of a stored tensor");
     expectKind(*source, JsonValue::Kind::Object, path + "source",
                "an object ({\"offsets\": [...], \"shape\": [...]}) or null");
     std::string sourcePath = path + "source.";
@@ -434,13 +435,13 @@ Buffer parseBuffer(const Model &model, const JsonValue &value,
       std::string field = sourcePath + "offsets[" + std::to_string(d) + "]";
       int64_t offset = toInt(offsets.items[d], field, 0);
       if (offset > shape[d] - buffer.globalShape[d])
-        error("field \"" + field + "\" is " + std::to_string(offset) +
-              " but global_shape[" + std::to_string(d) + "] = " +
-              std::to_string(buffer.globalShape[d]) + " from there ends at " +
-              std::to_string(uint64_t(offset) +
-                             uint64_t(buffer.globalShape[d])) +
-              ", past source.shape[" + std::to_string(d) + "] = " +
-              std::to_string(shape[d]));
+        error(
+            "field \"" + field + "\" is " + std::to_string(offset) +
+            " but global_shape[" + std::to_string(d) + "] = " +
+            std::to_string(buffer.globalShape[d]) + " from there ends at " +
+            std::to_string(uint64_t(offset) + uint64_t(buffer.globalShape[d])) +
+            ", past source.shape[" + std::to_string(d) +
+            "] = " + std::to_string(shape[d]));
       buffer.sourceOffsets[d] = offset;
     }
     for (const auto &entry : source->members)

@@ -4,7 +4,7 @@
     check-output.py MODEL_DIR [--output FILE] [--same OUT=BUF]...
                     [--values OUT=V,V,...]... [--slice OUT=WHOLE@O,...]...
                     [--locals DIR] [--print-global BUF]
-                    [--checkpoint FILE]
+                    [--checkpoint FILE] [--save FILE]
 
 Written from docs/model-abi.md and docs/models.md, independently of
 tp-runner's C++:
@@ -24,6 +24,9 @@ tp-runner's C++:
   --slice OUT=WHOLE@O,O,...  output OUT holds exactly the block of output
                    WHOLE at these offsets (OUT's global shape from there).
   --print-global BUF  prints the global value of BUF, one value a line.
+  --save FILE      writes the outputs of --output to FILE, a .safetensors
+                   file holding each under its name (a --reference for
+                   another run).
   --checkpoint FILE   the global value of an input or param named in FILE
                    (a .safetensors file: u64 little-endian header length,
                    JSON header, data; or a model.safetensors.index.json whose
@@ -262,6 +265,22 @@ def read_output(path, outputs):
     return records
 
 
+def save_safetensors(path, outputs, records):
+    """The outputs as a .safetensors file: u64 little-endian header length,
+    the JSON header, the data."""
+    names = {v: k for k, v in STORED.items()}
+    header, data = {}, b""
+    for buf in outputs:
+        blob = records[buf["name"]]
+        header[buf["name"]] = {"dtype": names[buf["dtype"]],
+                               "shape": buf["global_shape"],
+                               "data_offsets": [len(data), len(data) + len(blob)]}
+        data += blob
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("model_dir")
@@ -272,6 +291,7 @@ def main():
     parser.add_argument("--locals")
     parser.add_argument("--print-global", action="append", default=[])
     parser.add_argument("--checkpoint")
+    parser.add_argument("--save")
     args = parser.parse_args()
     if args.checkpoint:
         read_checkpoint(args.checkpoint)
@@ -348,6 +368,9 @@ def main():
                             unpack(buf["dtype"], want)))
                 count += 1
         checked.append("%d local blocks" % count)
+    if args.save:
+        save_safetensors(args.save, outputs, records)
+        checked.append("saved %d outputs" % len(outputs))
     if checked:
         print("check-output: ok (%s)" % ", ".join(checked))
 
