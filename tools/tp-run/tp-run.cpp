@@ -22,9 +22,11 @@
 //
 // Buffers are named (model.json "name", the tensor a --checkpoint or
 // --reference file holds) by the argument's or result's tp.name, else the
-// argument's NameLoc, else argN / resultN. --reference passes the file to
-// every tp-runner run, which compares each output with it and reads the
-// inputs the checkpoint lacks from it (docs/model-abi.md).
+// argument's NameLoc, else argN / resultN; an argument with tp.source (a
+// piece of a fused weight) gets "source", the block of that tensor it is.
+// --reference passes the file to every tp-runner run, which compares each
+// output with it and reads the inputs the checkpoint lacks from it
+// (docs/model-abi.md).
 //
 // --backend cuda|cuda-shared lowers with --tp-lower-gpu instead, links
 // model.so with libtprt_cuda, and starts the ranks on a GPU backend (Gpu.h,
@@ -310,6 +312,19 @@ std::pair<llvm::json::Object, std::string> describe(ModuleOp module,
         {"local_shape", shapeJson(tensor.getShape())},
         {"layout", layoutJson(layout, tensor.getRank())},
         {"init", std::move(initValue)}};
+    // A piece of a fused weight (tp.source, kept by --tp-shard): the block
+    // at `offsets` of the stored tensor of `shape` that --checkpoint holds
+    // under the buffer's name.
+    if (auto source = attrs ? attrs.getAs<DictionaryAttr>(
+                                  tp::TPDialect::getSourceAttrName())
+                            : DictionaryAttr()) {
+      auto offsets = source.getAs<DenseI64ArrayAttr>("offsets");
+      auto shape = source.getAs<DenseI64ArrayAttr>("shape");
+      if (offsets && shape)
+        buffer["source"] =
+            llvm::json::Object{{"offsets", shapeJson(offsets.asArrayRef())},
+                               {"shape", shapeJson(shape.asArrayRef())}};
+    }
     if (role == "output")
       tprun::addUpdatesField(buffer, attrs); // training steps (Train.h)
     buffers.push_back(std::move(buffer));

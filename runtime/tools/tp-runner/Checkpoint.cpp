@@ -382,7 +382,14 @@ std::string tprun::checkTensor(const Checkpoint &file,
                                const Buffer &buffer, const std::string &role) {
   std::string named =
       role + " tensor \"" + tensor.name + "\" in " + file.fileOf(tensor);
-  if (tensor.shape != buffer.globalShape)
+  if (buffer.hasSource && tensor.shape != buffer.sourceShape)
+    return named + " has shape " + shapeText(tensor.shape) +
+           " but the model expects " + shapeText(buffer.sourceShape) +
+           " (the model's " + roleName(buffer.role) + " " +
+           std::to_string(buffer.index) + " is the block " +
+           shapeText(buffer.globalShape) + " at offsets " +
+           shapeText(buffer.sourceOffsets) + " of it)";
+  if (!buffer.hasSource && tensor.shape != buffer.globalShape)
     return named + " has shape " + shapeText(tensor.shape) +
            " but the model expects " + shapeText(buffer.globalShape);
   DType stored;

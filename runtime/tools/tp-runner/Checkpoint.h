@@ -119,7 +119,8 @@ bool dtypeOfSafetensors(const std::string &dtype, DType &out);
 
 /// Why `tensor` cannot fill `buffer` ("checkpoint tensor "w" in FILE has
 /// shape [10, 8] but the model expects [256, 64]"), or "" when it can: the
-/// same global shape and the same dtype, or two floating-point dtypes
+/// buffer's global shape (for a buffer with a source, the stored tensor's
+/// shape, source.shape) and the same dtype, or two floating-point dtypes
 /// (converted on load). `role` is "checkpoint" or "reference".
 std::string checkTensor(const Checkpoint &file, const CheckpointTensor &tensor,
                         const Buffer &buffer, const std::string &role);

@@ -207,26 +207,57 @@ double tprun::loadDouble(DType dtype, const void *data, int64_t index) {
   return 0.0;
 }
 
+namespace {
+
+/// Where a local block lies in the tensor its values come from (the stored
+/// tensor: the buffer's `source`, else its global value): that tensor's
+/// shape, the position of the block's first element in it, and the
+/// exclusive bound of the buffer's own elements in it (a position at or
+/// past `bound` in some dimension is padding).
+struct Placement {
+  std::vector<int64_t> stored, offsets, bound;
+};
+
+Placement place(const Buffer &buffer, const std::vector<int64_t> &offsets) {
+  size_t rank = buffer.globalShape.size();
+  Placement p;
+  p.stored = buffer.hasSource ? buffer.sourceShape : buffer.globalShape;
+  p.offsets = offsets;
+  p.bound = buffer.globalShape;
+  if (buffer.hasSource)
+    for (size_t d = 0; d < rank; ++d) {
+      p.offsets[d] += buffer.sourceOffsets[d];
+      p.bound[d] += buffer.sourceOffsets[d];
+    }
+  return p;
+}
+
+/// The valid columns of every row of a block of `inner` columns:
+/// [first, bound) clipped to the block.
+int64_t validColumns(const Placement &p, int64_t inner) {
+  size_t last = p.stored.size() - 1;
+  return std::max<int64_t>(
+      0, std::min<int64_t>(inner, p.bound[last] - p.offsets[last]));
+}
+
 /// Walks the rows (all dimensions but the last) of a local block at
-/// `offsets` in the global tensor: `row(r, valid, base)` gets the row's
-/// number, whether it lies inside the global shape, and the global
-/// row-major offset of its column 0.
+/// `p.offsets` of the stored tensor (shape `p.stored`): `row(r, valid,
+/// base)` gets the row's number, whether it lies inside `p.bound` (else it
+/// is padding), and the stored tensor's row-major offset of its column 0.
 template <typename RowFn>
-static void forEachLocalRow(const std::vector<int64_t> &local,
-                            const std::vector<int64_t> &global,
-                            const std::vector<int64_t> &offsets, int64_t rows,
-                            RowFn &&row) {
+void forEachLocalRow(const std::vector<int64_t> &local, const Placement &p,
+                     int64_t rows, RowFn &&row) {
   size_t rank = local.size();
   std::vector<int64_t> index(rank - 1, 0); // odometer over the outer dims
   for (int64_t r = 0; r < rows; ++r) {
     bool valid = true;
     uint64_t base = 0;
     for (size_t d = 0; d + 1 < rank; ++d) {
-      int64_t g = offsets[d] + index[d];
-      valid &= g < global[d];
-      base = base * uint64_t(global[d]) + uint64_t(g);
+      int64_t g = p.offsets[d] + index[d];
+      valid &= g < p.bound[d];
+      base = base * uint64_t(p.stored[d]) + uint64_t(g);
     }
-    row(r, valid, base * uint64_t(global[rank - 1]));
+    row(r, valid, base * uint64_t(p.stored[rank - 1]));
     for (size_t d = rank - 1; d-- > 0;) {
       if (++index[d] < local[d])
         break;
@@ -235,6 +266,8 @@ static void forEachLocalRow(const std::vector<int64_t> &local,
   }
 }
 
+} // namespace
+
 void tprun::fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
                       void *data) {
   int64_t count = buffer.localElements();
@@ -242,7 +275,8 @@ void tprun::fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
     return;
   const Init &init = buffer.init;
   DType dtype = buffer.dtype;
-  auto element = [&](int64_t local, bool valid, uint64_t global) {
+  // `stored`: the element's flat index in the stored tensor.
+  auto element = [&](int64_t local, bool valid, uint64_t stored) {
     if (!valid) {
       storeInteger(dtype, data, local, 0);
       return;
@@ -255,14 +289,14 @@ void tprun::fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
       storeInteger(dtype, data, local, 1);
       return;
     case Init::Kind::Normal:
-      storeDouble(dtype, data, local, initNormal(init.seed, init.std, global));
+      storeDouble(dtype, data, local, initNormal(init.seed, init.std, stored));
       return;
     case Init::Kind::Uniform:
       storeDouble(dtype, data, local,
-                  initUniform(init.seed, init.scale, global));
+                  initUniform(init.seed, init.scale, stored));
       return;
     case Init::Kind::Integers: {
-      uint64_t v = initInteger(init.seed, init.high, global);
+      uint64_t v = initInteger(init.seed, init.high, stored);
       if (isFloat(dtype))
         storeDouble(dtype, data, local, double(v));
       else
@@ -278,27 +312,26 @@ void tprun::fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
     return;
   }
   const std::vector<int64_t> &local = buffer.localShape;
-  const std::vector<int64_t> &global = buffer.globalShape;
+  Placement p = place(buffer, offsets);
   int64_t inner = local[rank - 1];
   int64_t rows = count / inner;
+  int64_t first = p.offsets[rank - 1], valid = validColumns(p, inner);
   int64_t out = 0;
-  forEachLocalRow(local, global, offsets, rows,
-                  [&](int64_t, bool rowValid, uint64_t base) {
-                    for (int64_t j = 0; j < inner; ++j, ++out) {
-                      int64_t g = offsets[rank - 1] + j;
-                      bool valid = rowValid && g < global[rank - 1];
-                      element(out, valid, valid ? base + uint64_t(g) : 0);
-                    }
-                  });
+  forEachLocalRow(local, p, rows, [&](int64_t, bool rowValid, uint64_t base) {
+    for (int64_t j = 0; j < inner; ++j, ++out) {
+      bool inside = rowValid && j < valid;
+      element(out, inside, inside ? base + uint64_t(first + j) : 0);
+    }
+  });
 }
 
 void tprun::copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
-                      const void *global, void *data) {
+                      const void *stored, void *data) {
   int64_t count = buffer.localElements();
   if (count == 0)
     return;
   size_t size = dtypeSize(buffer.dtype);
-  const char *from = static_cast<const char *>(global);
+  const char *from = static_cast<const char *>(stored);
   char *to = static_cast<char *>(data);
   size_t rank = buffer.localShape.size();
   if (rank == 0) {
@@ -306,15 +339,11 @@ void tprun::copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
     return;
   }
   const std::vector<int64_t> &local = buffer.localShape;
-  const std::vector<int64_t> &shape = buffer.globalShape;
+  Placement p = place(buffer, offsets);
   int64_t inner = local[rank - 1];
   int64_t rows = count / inner;
-  // The valid columns of every row: [offset, global extent) clipped to the
-  // block.
-  int64_t first = offsets[rank - 1];
-  int64_t valid = std::max<int64_t>(
-      0, std::min<int64_t>(inner, shape[rank - 1] - first));
-  forEachLocalRow(local, shape, offsets, rows,
+  int64_t first = p.offsets[rank - 1], valid = validColumns(p, inner);
+  forEachLocalRow(local, p, rows,
                   [&](int64_t row, bool rowValid, uint64_t base) {
                     char *out = to + size_t(row * inner) * size;
                     int64_t copied = rowValid ? valid : 0;
@@ -329,13 +358,13 @@ void tprun::copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
 
 void tprun::copyLocalConverted(const Buffer &buffer,
                                const std::vector<int64_t> &offsets, DType from,
-                               const void *global, void *data) {
+                               const void *stored, void *data) {
   int64_t count = buffer.localElements();
   if (count == 0)
     return;
   DType to = buffer.dtype;
   auto convert = [&](int64_t local, uint64_t index) {
-    double value = loadDouble(from, global, int64_t(index)); // exact
+    double value = loadDouble(from, stored, int64_t(index)); // exact
     if (to == DType::BF16)
       put<uint16_t>(data, local, doubleToBFloat16(value));
     else
@@ -347,13 +376,11 @@ void tprun::copyLocalConverted(const Buffer &buffer,
     return;
   }
   const std::vector<int64_t> &local = buffer.localShape;
-  const std::vector<int64_t> &shape = buffer.globalShape;
+  Placement p = place(buffer, offsets);
   int64_t inner = local[rank - 1];
   int64_t rows = count / inner;
-  int64_t first = offsets[rank - 1];
-  int64_t valid =
-      std::max<int64_t>(0, std::min<int64_t>(inner, shape[rank - 1] - first));
-  forEachLocalRow(local, shape, offsets, rows,
+  int64_t first = p.offsets[rank - 1], valid = validColumns(p, inner);
+  forEachLocalRow(local, p, rows,
                   [&](int64_t row, bool rowValid, uint64_t base) {
                     int64_t copied = rowValid ? valid : 0;
                     for (int64_t j = 0; j < inner; ++j) {
@@ -366,12 +393,13 @@ void tprun::copyLocalConverted(const Buffer &buffer,
                   });
 }
 
-std::vector<int64_t> tprun::globalPosition(const Buffer &buffer,
+std::vector<int64_t> tprun::storedPosition(const Buffer &buffer,
                                            const std::vector<int64_t> &offsets,
                                            int64_t local) {
   std::vector<int64_t> position(buffer.localShape.size());
   for (size_t d = position.size(); d-- > 0;) {
-    position[d] = offsets[d] + local % buffer.localShape[d];
+    position[d] = offsets[d] + local % buffer.localShape[d] +
+                  (buffer.hasSource ? buffer.sourceOffsets[d] : 0);
     local /= buffer.localShape[d];
   }
   return position;

@@ -5,7 +5,7 @@
 // of each dtype. Floating-point values are produced in double and rounded
 // once to the storage type, to nearest-even: f32 and f16 from the double,
 // bf16 from the f32 (the f32 bit pattern rounded to its top 16 bits). And
-// the copies of a device's block out of a global tensor (a checkpoint's),
+// the copies of a device's block out of a stored tensor (a checkpoint's),
 // converting another floating-point dtype with one rounding.
 //
 //===----------------------------------------------------------------------===//
@@ -39,29 +39,37 @@ void storeInteger(DType dtype, void *data, int64_t index, int64_t value);
 /// Element `index` of an array of `dtype`, as a double.
 double loadDouble(DType dtype, const void *data, int64_t index);
 
+// The copies below index the stored tensor, the one a checkpoint holds and
+// the generators draw (docs/model-abi.md, "source"): the buffer's global
+// element at position p is the stored tensor's element at p +
+// `buffer.sourceOffsets`, flat row-major index in `buffer.sourceShape`
+// (without a source: p itself in `buffer.globalShape`). `offsets` is the
+// local block's position in the buffer's global value.
+
 /// Fills a local block: element l of the local array (row-major over
 /// `buffer.localShape`) is the global element at `offsets + l`, generated
-/// by `buffer.init`, or zero where that position is past the global shape.
+/// by `buffer.init` at its stored index, or zero where that position is
+/// past the global shape.
 void fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
                void *data);
 
-/// Fills a local block from the global value: element l of the local array
-/// is element `offsets + l` of `global` (row-major over
-/// `buffer.globalShape`, elements of `buffer.dtype`), or zero where that
-/// position is past the global shape.
+/// Fills a local block from the stored tensor `stored` (row-major, elements
+/// of `buffer.dtype`): element l of the local array is the global element
+/// at `offsets + l`, or zero where that position is past the global shape.
 void copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
-               const void *global, void *data);
+               const void *stored, void *data);
 
-/// As copyLocal, from a global tensor stored as `from`, another
-/// floating-point dtype than `buffer.dtype`: each element converted with
-/// one rounding to nearest-even (exact when the buffer's dtype is wider).
+/// As copyLocal, from a stored tensor of `from`, another floating-point
+/// dtype than `buffer.dtype`: each element converted with one rounding to
+/// nearest-even (exact when the buffer's dtype is wider).
 void copyLocalConverted(const Buffer &buffer,
                         const std::vector<int64_t> &offsets, DType from,
-                        const void *global, void *data);
+                        const void *stored, void *data);
 
-/// The global position (one index per dimension) of element `local` of a
-/// local block at `offsets`.
-std::vector<int64_t> globalPosition(const Buffer &buffer,
+/// The position in the stored tensor (one index per dimension) of element
+/// `local` of a local block at `offsets`: its global position plus the
+/// source offsets.
+std::vector<int64_t> storedPosition(const Buffer &buffer,
                                     const std::vector<int64_t> &offsets,
                                     int64_t local);
 

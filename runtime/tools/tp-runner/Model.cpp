@@ -407,6 +407,50 @@ Buffer parseBuffer(const Model &model, const JsonValue &value,
       buffer.hasInit = true;
     }
   }
+  // Where the buffer lies in the tensor a checkpoint stores.
+  buffer.sourceOffsets.assign(rank, 0);
+  buffer.sourceShape = buffer.globalShape;
+  const JsonValue *source = value.get("source");
+  if (source && !source->isNull()) {
+    if (buffer.role == Role::Output)
+      error("field \"" + path +
+            "source\" is set on an output; only inputs and params are "
+            "blocks of a stored tensor");
+    expectKind(*source, JsonValue::Kind::Object, path + "source",
+               "an object ({\"offsets\": [...], \"shape\": [...]}) or null");
+    std::string sourcePath = path + "source.";
+    std::vector<int64_t> shape = getShape(*source, sourcePath, "shape");
+    if (shape.size() != rank)
+      error("field \"" + sourcePath + "shape\" has rank " +
+            std::to_string(shape.size()) + " but \"" + path +
+            "global_shape\" has rank " + std::to_string(rank));
+    const JsonValue &offsets = member(*source, sourcePath, "offsets");
+    expectKind(offsets, JsonValue::Kind::Array, sourcePath + "offsets",
+               "an array of offsets, one per dimension");
+    if (offsets.items.size() != rank)
+      error("field \"" + sourcePath + "offsets\" has " +
+            std::to_string(offsets.items.size()) +
+            " entries but the buffer has rank " + std::to_string(rank));
+    for (size_t d = 0; d < rank; ++d) {
+      std::string field = sourcePath + "offsets[" + std::to_string(d) + "]";
+      int64_t offset = toInt(offsets.items[d], field, 0);
+      if (offset > shape[d] - buffer.globalShape[d])
+        error(
+            "field \"" + field + "\" is " + std::to_string(offset) +
+            " but global_shape[" + std::to_string(d) + "] = " +
+            std::to_string(buffer.globalShape[d]) + " from there ends at " +
+            std::to_string(uint64_t(offset) + uint64_t(buffer.globalShape[d])) +
+            ", past source.shape[" + std::to_string(d) +
+            "] = " + std::to_string(shape[d]));
+      buffer.sourceOffsets[d] = offset;
+    }
+    for (const auto &entry : source->members)
+      if (entry.first != "offsets" && entry.first != "shape")
+        error("field \"" + sourcePath + entry.first +
+              "\" is not a field of a source (offsets, shape)");
+    buffer.hasSource = true;
+    buffer.sourceShape = std::move(shape);
+  }
   // A training step's updated state (checked against the arguments by
   // checkUpdates, Train.cpp).
   if (value.get("updates")) {

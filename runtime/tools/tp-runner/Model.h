@@ -64,6 +64,15 @@ struct Buffer {
   std::vector<int> partialAxes;
   bool hasInit = false; // inputs and params
   Init init;
+  /// Inputs and params (optional "source"): the buffer is the block at
+  /// `sourceOffsets` (extent `globalShape`) of a stored tensor of shape
+  /// `sourceShape`, e.g. one piece of a fused weight. The checkpoint holds
+  /// that tensor, and the init generators index it: global element p is
+  /// the stored tensor's element p + sourceOffsets (flat row-major index in
+  /// sourceShape). Without "source", sourceOffsets are zeros and
+  /// sourceShape is globalShape (the stored tensor is the global value).
+  bool hasSource = false;
+  std::vector<int64_t> sourceOffsets, sourceShape;
   /// Outputs of a training step: the argument this output replaces on the
   /// next step (optional "updates"; -1: none). See Train.h.
   int64_t updates = -1;

@@ -203,9 +203,13 @@ void Sources::fill(size_t k, const std::vector<int64_t> &offsets, void *data,
     double value = loadDouble(buffer.dtype, data, l);
     if (std::isfinite(value))
       continue;
-    std::vector<int64_t> position = globalPosition(buffer, offsets, l);
-    double original = loadDouble(
-        stored, global, int64_t(flatIndex(buffer.globalShape, position)));
+    // The position in the file's tensor (a piece's stored tensor).
+    std::vector<int64_t> position = storedPosition(buffer, offsets, l);
+    double original =
+        loadDouble(stored, global,
+                   int64_t(flatIndex(buffer.hasSource ? buffer.sourceShape
+                                                      : buffer.globalShape,
+                                     position)));
     std::string named =
         (choice.kind == Kind::Checkpoint ? "checkpoint" : "reference") +
         std::string(" tensor \"") + tensor.name + "\" in " +

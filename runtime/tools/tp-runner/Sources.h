@@ -13,7 +13,8 @@
 //      lacks it, or for integers, an error.
 //
 // With --require-all, step 3 and 4 are errors. A tensor must have the
-// buffer's global shape and its dtype, or both must be floating-point
+// buffer's global shape (with a `source`, the stored tensor's shape: the
+// buffer is a block of it) and its dtype, or both must be floating-point
 // (converted on load, Init.h). With --reference every output must have a
 // tensor of its name and global shape there (Reference.h compares them).
 // Then each rank fills its blocks; a weight (param) read from a file must be

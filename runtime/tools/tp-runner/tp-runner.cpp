@@ -19,7 +19,8 @@
 //      GPU backends, filled on the host and copied in) and fills inputs and
 //      params with this device's block of the global value (from the
 //      --checkpoint when it holds the buffer's name, else from `init`;
-//      Sources.h), zero padding past the global shape; outputs start as
+//      Sources.h; a buffer with a `source` is a block of the stored tensor,
+//      Init.h), zero padding past the global shape; outputs start as
 //      zeros;
 //   4. calls the entry --warmup times, then --steps times under the
 //      context's timer and counters;

@@ -2,8 +2,9 @@
 """Checks what tp-runner did with a model, from model.json alone.
 
     check-output.py MODEL_DIR [--output FILE] [--same OUT=BUF]...
-                    [--values OUT=V,V,...]... [--locals DIR] [--print-global BUF]
-                    [--checkpoint FILE]
+                    [--values OUT=V,V,...]... [--slice OUT=WHOLE@O,...]...
+                    [--locals DIR] [--print-global BUF]
+                    [--checkpoint FILE] [--save FILE]
 
 Written from docs/model-abi.md and docs/models.md, independently of
 tp-runner's C++:
@@ -12,13 +13,20 @@ tp-runner's C++:
                    model.json, in order: u32 magic 0x54504F55, u32 dtype
                    code, u32 rank, i64 dims[rank] (= global_shape), data.
   --same OUT=BUF   output OUT holds exactly the global value of the input or
-                   param BUF (its `init`, rounded to its dtype).
+                   param BUF (its `init`, rounded to its dtype). BUF is a
+                   name, or #K for model.json's buffers[K] (pieces of one
+                   fused tensor share its name).
   --values OUT=... output OUT holds these values (row-major).
   --locals DIR     DIR/local-R-K.bin (written by a fake model) is device R's
                    block of buffer K: the global value at the block's indices,
                    zero past the global shape; checked for every device and
                    every input and param.
+  --slice OUT=WHOLE@O,O,...  output OUT holds exactly the block of output
+                   WHOLE at these offsets (OUT's global shape from there).
   --print-global BUF  prints the global value of BUF, one value a line.
+  --save FILE      writes the outputs of --output to FILE, a .safetensors
+                   file holding each under its name (a --reference for
+                   another run).
   --checkpoint FILE   the global value of an input or param named in FILE
                    (a .safetensors file: u64 little-endian header length,
                    JSON header, data; or a model.safetensors.index.json whose
@@ -26,7 +34,10 @@ tp-runner's C++:
                    not its init: its bytes, or its values rounded once to
                    the buffer's floating-point dtype (nearest-even).
 An input or param with "init": null that no file provides holds the default
-init: normal(seed = its argument index, std 0.02).
+init: normal(seed = its argument index, std 0.02). A buffer with a "source"
+is the block at source.offsets of a stored tensor of source.shape: the file
+holds that tensor, and the init draws element i of the stored tensor (its
+flat row-major index in source.shape).
 
 Prints "check-output: ok (...)" or the first difference and exits 1.
 """
@@ -147,8 +158,27 @@ def bf16_nearest(value):
     return math.copysign(float(rounded), value)
 
 
+def stored_index(buf, i):
+    """The flat index in the stored tensor of buf's global element i: with a
+    "source", the element at global position p is the stored tensor's
+    element at p + source.offsets (row-major in source.shape)."""
+    source = buf.get("source")
+    if source is None:
+        return i
+    position = []
+    for n in reversed(buf["global_shape"]):
+        position.append(i % n)
+        i //= n
+    position.reverse()
+    flat = 0
+    for p, o, n in zip(position, source["offsets"], source["shape"]):
+        flat = flat * n + p + o
+    return flat
+
+
 def element_bytes(buf, i):
     """Element i (flat, global, row-major) of buf, stored as its dtype."""
+    i = stored_index(buf, i)
     stored = CHECKPOINT.get(buf["name"])
     if stored is not None:
         dtype, blob = stored
@@ -235,15 +265,33 @@ def read_output(path, outputs):
     return records
 
 
+def save_safetensors(path, outputs, records):
+    """The outputs as a .safetensors file: u64 little-endian header length,
+    the JSON header, the data."""
+    names = {v: k for k, v in STORED.items()}
+    header, data = {}, b""
+    for buf in outputs:
+        blob = records[buf["name"]]
+        header[buf["name"]] = {"dtype": names[buf["dtype"]],
+                               "shape": buf["global_shape"],
+                               "data_offsets": [len(data), len(data) + len(blob)]}
+        data += blob
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("model_dir")
     parser.add_argument("--output")
     parser.add_argument("--same", action="append", default=[])
     parser.add_argument("--values", action="append", default=[])
+    parser.add_argument("--slice", action="append", default=[])
     parser.add_argument("--locals")
     parser.add_argument("--print-global", action="append", default=[])
     parser.add_argument("--checkpoint")
+    parser.add_argument("--save")
     args = parser.parse_args()
     if args.checkpoint:
         read_checkpoint(args.checkpoint)
@@ -264,12 +312,14 @@ def main():
         checked.append("%d outputs" % len(outputs))
     for spec in args.same:
         out, src = spec.split("=")
-        if buffers[out]["dtype"] != buffers[src]["dtype"]:
+        source = (model["buffers"][int(src[1:])] if src.startswith("#")
+                  else buffers[src])
+        if buffers[out]["dtype"] != source["dtype"]:
             fail("--same %s: different dtypes" % spec)
-        expected = global_bytes(buffers[src])
+        expected = global_bytes(source)
         if records[out] != expected:
             got = unpack(buffers[out]["dtype"], records[out])
-            want = unpack(buffers[src]["dtype"], expected)
+            want = unpack(source["dtype"], expected)
             for i, (g, w) in enumerate(zip(got, want)):
                 if struct.pack("<d", float(g)) != struct.pack("<d", float(w)):
                     fail("output %r element %d is %r, expected %r (%s)"
@@ -283,6 +333,24 @@ def main():
         if got != want:
             fail("output %r is %s, expected %s" % (out, got, want))
         checked.append("%s values" % out)
+    for spec in args.slice:
+        out, rest = spec.split("=")
+        whole, offsets_text = rest.split("@")
+        offsets = [int(o) for o in offsets_text.split(",")]
+        part, full = buffers[out], buffers[whole]
+        size = SIZES[part["dtype"]]
+        expected = []
+        for index in itertools.product(
+                *[range(n) for n in part["global_shape"]]):
+            flat = 0
+            for i, o, n in zip(index, offsets, full["global_shape"]):
+                flat = flat * n + i + o
+            expected.append(records[whole][flat * size:(flat + 1) * size])
+        if records[out] != b"".join(expected):
+            fail("output %r is not the block of %r at %s: %s against %s"
+                 % (out, whole, offsets, unpack(part["dtype"], records[out]),
+                    unpack(part["dtype"], b"".join(expected))))
+        checked.append("%s = %s@%s" % (out, whole, offsets_text))
     if args.locals:
         devices = prod(a["size"] for a in model["mesh"]["axes"])
         count = 0
@@ -300,6 +368,9 @@ def main():
                             unpack(buf["dtype"], want)))
                 count += 1
         checked.append("%d local blocks" % count)
+    if args.save:
+        save_safetensors(args.save, outputs, records)
+        checked.append("saved %d outputs" % len(outputs))
     if checked:
         print("check-output: ok (%s)" % ", ".join(checked))
 
