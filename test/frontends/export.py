@@ -449,12 +449,14 @@ def contract(fx, dims, tokens, batch, seq, results):
         lines.append("fused `c_attn` [H, 3H] is [q | k | v]: the hand plan "
                      "splits q, k and v by heads each, which is not one "
                      "contiguous block of the fused weight (a permuted "
-                     "layout, or three sliced shards); position table "
-                     "`wpe` replicated")
+                     "layout, or three sliced shards; tp-opt gives each "
+                     "sliced piece an argument of its own, `tp.source`); "
+                     "position table `wpe` replicated")
     if fx["model"] == "Phi3ForCausalLM":
         lines.append("fused `qkv_proj` and `gate_up_proj`: the hand plan "
                      "splits each part (q, k, v; gate, up) by heads / "
-                     "columns, not one contiguous block of the fused weight")
+                     "columns, not one contiguous block of the fused weight "
+                     "(tp-opt: one `tp.source` argument per piece)")
     if fx["model"] == "BertForMaskedLM":
         lines.append("position and token-type tables replicated; the MLM "
                      "transform (dense H x H, gelu, LayerNorm) replicated as "
