@@ -69,7 +69,10 @@ static std::optional<Cut> cutOf(tensor::ExtractSliceOp slice) {
   return cut;
 }
 
-/// The uses of `v` when every one is a cut of the same dimension.
+/// The uses of `v` when every one is a cut of the same dimension and the
+/// cuts cover it (the pieces of a fused value: q | k | v, gate | up). A
+/// single cut that drops part of a value (the token shift of a loss) is no
+/// fusion: moving it up would only give the ops above odd sizes.
 static SmallVector<std::pair<tensor::ExtractSliceOp, Cut>> cutsOf(Value v) {
   SmallVector<std::pair<tensor::ExtractSliceOp, Cut>> cuts;
   for (OpOperand &use : v.getUses()) {
@@ -79,6 +82,21 @@ static SmallVector<std::pair<tensor::ExtractSliceOp, Cut>> cutsOf(Value v) {
       return {};
     cuts.push_back({slice, *cut});
   }
+  if (cuts.size() < 2)
+    return {};
+  SmallVector<Cut> sorted;
+  for (auto &entry : cuts)
+    sorted.push_back(entry.second);
+  llvm::sort(sorted);
+  int64_t covered = 0;
+  for (const Cut &cut : sorted) {
+    if (cut.offset > covered)
+      return {}; // a gap: part of the value is never used
+    covered = std::max(covered, cut.offset + cut.size);
+  }
+  if (covered != cast<RankedTensorType>(v.getType()).getDimSize(
+                     sorted.front().dim))
+    return {};
   return cuts;
 }
 

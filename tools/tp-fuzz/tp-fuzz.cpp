@@ -6,7 +6,9 @@
 // verifies, planned, partitioned and optimised. Diagnostics are swallowed:
 // the only failures are crashes and sanitizer reports. After a successful
 // pipeline the result must pass --tp-verify-partitioned (the pipeline ends
-// with it) and print, re-parse and verify again.
+// with it) and print, re-parse and verify again, and every plan must be
+// exact (gap 0) or carry a proven bound: a finite gap >= 0 and a lower
+// bound at most its step time (the planner then warns with both).
 //
 // Built with -fsanitize=fuzzer,address,undefined when TP_BUILD_FUZZER is on
 // (clang); bench/fuzz.sh runs it seeded with the lit inputs and tp-gen
@@ -24,8 +26,10 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -106,6 +110,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       parseSourceString<ModuleOp>(text, ParserConfig(&context));
   if (!module || failed(verify(*module)))
     return 0;
+  // The solver's claim, function by function (docs/passes/propagate.md).
+  options.reportCallback = [](const llvm::json::Value &root) {
+    const llvm::json::Array *functions =
+        root.getAsObject()->getArray("functions");
+    for (const llvm::json::Value &fn : *functions) {
+      const llvm::json::Object *f = fn.getAsObject();
+      const llvm::json::Object *solver = f->getObject("solver");
+      bool exact = solver->getBoolean("exact").value_or(false);
+      double gap = solver->getNumber("gap").value_or(-1);
+      double bound = solver->getNumber("lower_bound_seconds").value_or(0);
+      double step =
+          f->getObject("totals")->getNumber("step_seconds").value_or(0);
+      bool proven = exact ? gap == 0
+                          : std::isfinite(gap) && gap >= 0 &&
+                                bound <= step * (1 + 1e-9) + 1e-300;
+      if (!proven) {
+        llvm::errs() << "tp-fuzz: a plan claims exact=" << exact
+                     << " with gap " << gap << ", lower bound " << bound
+                     << " s, step " << step << " s\n";
+        std::abort();
+      }
+    }
+  };
   PassManager pm(&context, ModuleOp::getOperationName());
   tp::buildShardPipeline(pm, options);
   if (failed(pm.run(*module)))

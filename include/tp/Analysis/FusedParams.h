@@ -32,7 +32,8 @@ struct FusedParamStats {
 
 /// Splits `func`'s fused parameters into their pieces (see above). A value
 /// whose every use is a `tensor.extract_slice` along one dimension (static,
-/// unit strides, the other dimensions whole) is computed slice by slice
+/// unit strides, the other dimensions whole), at least two of them that
+/// together cover the dimension, is computed slice by slice
 /// when its producer allows it: a linalg op whose loop for that dimension is
 /// parallel and unread by the body, an expand/collapse_shape leaving that
 /// dimension alone, a `tensor.empty`. A `tp.param` argument whose every use
