@@ -175,10 +175,13 @@ mlir::tp::models::applyHFConfig(StringRef json, ModelConfig &config) {
     field = *number;
     return true;
   };
-  auto number = [&](StringRef key, double &field) -> bool {
+  // A positive number; `fallback` (transformers' default) when absent.
+  auto number = [&](StringRef key, double &field, double fallback) -> bool {
     const llvm::json::Value *entry = object.get(key);
-    if (!entry || entry->kind() == llvm::json::Value::Null)
+    if (!entry || entry->kind() == llvm::json::Value::Null) {
+      field = fallback;
       return true;
+    }
     std::optional<double> x = entry->getAsNumber();
     if (!x || !(*x > 0)) {
       os << "\"" << key << "\" is not a positive number";
@@ -214,7 +217,7 @@ mlir::tp::models::applyHFConfig(StringRef json, ModelConfig &config) {
       return message;
     // n_inner: null means 4 * n_embd.
     if (!size("n_inner", config.ffn, 4 * config.hidden) ||
-        !number("layer_norm_epsilon", config.normEps))
+        !number("layer_norm_epsilon", config.normEps, 1e-5))
       return message;
     config.kvHeads = config.heads;
     if (!requireString("activation_function", {"gelu_new", "gelu_pytorch_tanh"}) ||
@@ -232,11 +235,11 @@ mlir::tp::models::applyHFConfig(StringRef json, ModelConfig &config) {
       !size("intermediate_size", config.ffn) ||
       !size("vocab_size", config.vocab) ||
       !size("num_key_value_heads", config.kvHeads, config.heads) ||
-      !number("rms_norm_eps", config.normEps))
+      !number("rms_norm_eps", config.normEps, 1e-6))
     return message;
   // The rotary base: rope_theta (transformers 4) or rope_parameters
   // {rope_theta, rope_type} (transformers 5); only the default rotation.
-  if (!number("rope_theta", config.ropeTheta))
+  if (!number("rope_theta", config.ropeTheta, 10000.0))
     return message;
   for (StringRef key : {"rope_parameters", "rope_scaling"}) {
     const llvm::json::Value *entry = object.get(key);
