@@ -10,7 +10,12 @@
 // Weights are stored [in, out] (HF's Conv1D layout). The fused QKV weight is
 // [H, 3, H] and its bias [3, H] (the same elements as HF's [H, 3H] and [3H])
 // so that the split dimension keeps heads as its major factor. Parameter
-// names follow HF without the `transformer.` prefix; initialisation follows
+// names follow HF without the `transformer.` prefix. With --hf (config.hf)
+// they are HF's state-dict names, `transformer.` included, and c_attn is
+// HF's [H, 3H] / [3H]: one matmul whose product is sliced apart into q, k
+// and v with tensor.extract_slice, as HF's split(split_size, dim=2) does
+// (the planner splits the weight into its three pieces, FusedParams.cpp).
+// Initialisation follows
 // HF's _init_weights: normal(0.02) for weights and embeddings,
 // normal(0.02 / sqrt(2 * layers)) for the two residual projections, zero
 // biases, LayerNorm weights one.
@@ -27,12 +32,19 @@
 using namespace mlir;
 using namespace mlir::tp::models;
 
+/// The name of the parameter `name`: with --hf, the state dict's.
+static std::string paramName(ModelBuilder &mb, const Twine &name) {
+  return ((mb.getConfig().hf ? "transformer." : "") + name).str();
+}
+
 Value mlir::tp::models::buildGPT2Embedding(ModelBuilder &mb, Value ids) {
   const ModelConfig &config = mb.getConfig();
   ModelBuilder::NameScope scope(mb, "embedding");
-  Value wte = mb.getParam("wte.weight", {config.vocab, config.hidden},
+  Value wte = mb.getParam(paramName(mb, "wte.weight"),
+                          {config.vocab, config.hidden},
                           InitSpec::normal(config.initStd));
-  Value wpe = mb.getParam("wpe.weight", {config.maxPositions, config.hidden},
+  Value wpe = mb.getParam(paramName(mb, "wpe.weight"),
+                          {config.maxPositions, config.hidden},
                           InitSpec::normal(config.initStd));
   return mb.embedTokens(ids, wte, mb.slicePrefix(wpe, 0, config.seq));
 }
@@ -119,8 +131,9 @@ static Value layerNorm(ModelBuilder &mb, Value x, const Twine &name) {
   int64_t hidden = mb.getConfig().hidden;
   ModelBuilder::NameScope scope(mb, name);
   Value gamma =
-      mb.getParam((name + ".weight").str(), {hidden}, InitSpec::ones());
-  Value beta = mb.getParam((name + ".bias").str(), {hidden}, InitSpec::zeros());
+      mb.getParam(paramName(mb, name + ".weight"), {hidden}, InitSpec::ones());
+  Value beta =
+      mb.getParam(paramName(mb, name + ".bias"), {hidden}, InitSpec::zeros());
   return mb.layerNorm(x, gamma, beta);
 }
 
@@ -130,6 +143,7 @@ Value mlir::tp::models::buildGPT2Block(ModelBuilder &mb, Value x,
   int64_t tokens = config.tokens(), hidden = config.hidden, ffn = config.ffn;
   int64_t heads = config.heads, headDim = config.headDim();
   std::string prefix = ("h." + Twine(layer) + ".").str();
+  std::string param = paramName(mb, prefix);
   double weightStd = config.initStd;
   double projStd =
       weightStd / std::sqrt(2.0 * static_cast<double>(config.layers));
@@ -137,33 +151,62 @@ Value mlir::tp::models::buildGPT2Block(ModelBuilder &mb, Value x,
   Value h = layerNorm(mb, x, prefix + "ln_1");
   {
     ModelBuilder::NameScope scope(mb, prefix + "attn");
-    Value wQkv = mb.getParam(prefix + "attn.c_attn.weight", {hidden, 3, hidden},
+    // tp-gen's layout [H, 3, H] / [3, H]; HF's [H, 3H] / [3H].
+    SmallVector<int64_t> qkvShape = {hidden, 3, hidden};
+    SmallVector<int64_t> qkvBiasShape = {3, hidden};
+    if (config.hf) {
+      qkvShape = {hidden, 3 * hidden};
+      qkvBiasShape = {3 * hidden};
+    }
+    Value wQkv = mb.getParam(param + "attn.c_attn.weight", qkvShape,
                              InitSpec::normal(weightStd));
-    Value bQkv = mb.getParam(prefix + "attn.c_attn.bias", {3, hidden},
+    Value bQkv = mb.getParam(param + "attn.c_attn.bias", qkvBiasShape,
                              InitSpec::zeros());
-    Value wOut = mb.getParam(prefix + "attn.c_proj.weight", {hidden, hidden},
+    Value wOut = mb.getParam(param + "attn.c_proj.weight", {hidden, hidden},
                              InitSpec::normal(projStd));
     Value bOut =
-        mb.getParam(prefix + "attn.c_proj.bias", {hidden}, InitSpec::zeros());
-    // qkv[t, c, j] = Σ_k h[t, k] * w[k, c, j] + b[c, j]
-    Value qkv = mb.contract({h, {0, 3}}, {wQkv, {3, 1, 2}}, 4, {0, 1, 2},
-                            {tokens, 3, hidden});
-    Value biased = mb.elementwise(
-        {{qkv, {0, 1, 2}}, {bQkv, {1, 2}}}, {tokens, 3, hidden},
-        mb.getStorageType(),
-        [](OpBuilder &b, Location loc, ValueRange args) -> Value {
-          return arith::AddFOp::create(b, loc, args[0], args[1]);
-        });
-    mb.record(biased, [&mb, qkv, bQkv](Value grad) {
-      mb.addGrad(qkv, grad);
-      mb.addGrad(bQkv, biasGrad(mb, grad, bQkv));
-    });
-    qkv = biased;
-    Value split = mb.expand(qkv, {config.batch, config.seq, 3, heads, headDim},
-                            {{0, 1}, {2}, {3, 4}});
-    Value q = mb.selectIndex(split, 2, 0);
-    Value k = mb.selectIndex(split, 2, 1);
-    Value v = mb.selectIndex(split, 2, 2);
+        mb.getParam(param + "attn.c_proj.bias", {hidden}, InitSpec::zeros());
+    Value q, k, v;
+    SmallVector<int64_t> headsShape = {config.batch, config.seq, heads,
+                                       headDim};
+    if (config.hf) {
+      // qkv[t, j] = Σ_k h[t, k] * w[k, j] + b[j], cut into q = qkv[:, 0:H],
+      // k = qkv[:, H:2H] and v = qkv[:, 2H:3H].
+      Value qkv = mb.matmul(h, wQkv);
+      qkv = mb.elementwise(
+          {{qkv, {0, 1}}, {bQkv, {1}}}, {tokens, 3 * hidden},
+          mb.getStorageType(),
+          [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            return arith::AddFOp::create(b, loc, args[0], args[1]);
+          });
+      auto piece = [&](int64_t index) {
+        return mb.expand(mb.sliceRange(qkv, 1, index * hidden, hidden),
+                         headsShape, {{0, 1}, {2, 3}});
+      };
+      q = piece(0);
+      k = piece(1);
+      v = piece(2);
+    } else {
+      // qkv[t, c, j] = Σ_k h[t, k] * w[k, c, j] + b[c, j]
+      Value qkv = mb.contract({h, {0, 3}}, {wQkv, {3, 1, 2}}, 4, {0, 1, 2},
+                              {tokens, 3, hidden});
+      Value biased = mb.elementwise(
+          {{qkv, {0, 1, 2}}, {bQkv, {1, 2}}}, {tokens, 3, hidden},
+          mb.getStorageType(),
+          [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            return arith::AddFOp::create(b, loc, args[0], args[1]);
+          });
+      mb.record(biased, [&mb, qkv, bQkv](Value grad) {
+        mb.addGrad(qkv, grad);
+        mb.addGrad(bQkv, biasGrad(mb, grad, bQkv));
+      });
+      Value split =
+          mb.expand(biased, {config.batch, config.seq, 3, heads, headDim},
+                    {{0, 1}, {2}, {3, 4}});
+      q = mb.selectIndex(split, 2, 0);
+      k = mb.selectIndex(split, 2, 1);
+      v = mb.selectIndex(split, 2, 2);
+    }
     Value context = mb.collapse(mb.causalAttention(q, k, v), {{0, 1}, {2, 3}});
     x = addBiasResidual(mb, x, mb.matmul(context, wOut), bOut);
   }
@@ -171,13 +214,13 @@ Value mlir::tp::models::buildGPT2Block(ModelBuilder &mb, Value x,
   h = layerNorm(mb, x, prefix + "ln_2");
   {
     ModelBuilder::NameScope scope(mb, prefix + "mlp");
-    Value wFc = mb.getParam(prefix + "mlp.c_fc.weight", {hidden, ffn},
+    Value wFc = mb.getParam(param + "mlp.c_fc.weight", {hidden, ffn},
                             InitSpec::normal(weightStd));
-    Value bFc = mb.getParam(prefix + "mlp.c_fc.bias", {ffn}, InitSpec::zeros());
-    Value wProj = mb.getParam(prefix + "mlp.c_proj.weight", {ffn, hidden},
+    Value bFc = mb.getParam(param + "mlp.c_fc.bias", {ffn}, InitSpec::zeros());
+    Value wProj = mb.getParam(param + "mlp.c_proj.weight", {ffn, hidden},
                               InitSpec::normal(projStd));
     Value bProj =
-        mb.getParam(prefix + "mlp.c_proj.bias", {hidden}, InitSpec::zeros());
+        mb.getParam(param + "mlp.c_proj.bias", {hidden}, InitSpec::zeros());
     Value fc = mb.matmul(h, wFc);
     Value act = mb.elementwise(
         {{fc, {0, 1}}, {bFc, {1}}}, {tokens, ffn}, mb.getStorageType(),
@@ -208,7 +251,8 @@ Value mlir::tp::models::buildGPT2Head(ModelBuilder &mb, Value x) {
   Value h = layerNorm(mb, x, "ln_f");
   ModelBuilder::NameScope scope(mb, "lm_head");
   // Tied: the token embedding, created here when there is no embedding.
-  Value wte = mb.getParam("wte.weight", {config.vocab, config.hidden},
+  Value wte = mb.getParam(paramName(mb, "wte.weight"),
+                          {config.vocab, config.hidden},
                           InitSpec::normal(config.initStd));
   return mb.matmulTransposedRhs(h, wte);
 }

@@ -16,7 +16,11 @@
 // kv * group + g uses key/value head kv) by a broadcast and a collapse, as
 // Hugging Face's repeat_kv does, so all maps stay projected permutations.
 // Parameter names follow HF without the `model.` prefix; weights and the
-// embedding are normal(0.02), norm weights one.
+// embedding are normal(0.02), norm weights one. With --hf (config.hf) the
+// names are HF's state-dict names (`model.` included, `lm_head.weight`) and
+// the weights nn.Linear's [out, in], consumed transposed by the matmul's
+// indexing maps (matmulTransposedRhs); with tieEmbeddings the LM head is
+// `model.embed_tokens.weight`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,21 +32,42 @@
 using namespace mlir;
 using namespace mlir::tp::models;
 
-Value mlir::tp::models::buildLlamaEmbedding(ModelBuilder &mb, Value ids) {
+/// The name of the parameter `name` of the decoder: with --hf, the state
+/// dict's.
+static std::string paramName(ModelBuilder &mb, const Twine &name) {
+  return ((mb.getConfig().hf ? "model." : "") + name).str();
+}
+
+/// The token embedding [V, H].
+static Value getEmbedding(ModelBuilder &mb) {
   const ModelConfig &config = mb.getConfig();
+  return mb.getParam(paramName(mb, "embed_tokens.weight"),
+                     {config.vocab, config.hidden},
+                     InitSpec::normal(config.initStd));
+}
+
+Value mlir::tp::models::buildLlamaEmbedding(ModelBuilder &mb, Value ids) {
   ModelBuilder::NameScope scope(mb, "embed_tokens");
-  Value table =
-      mb.getParam("embed_tokens.weight", {config.vocab, config.hidden},
-                  InitSpec::normal(config.initStd));
-  return mb.embedTokens(ids, table, /*positions=*/Value());
+  return mb.embedTokens(ids, getEmbedding(mb), /*positions=*/Value());
 }
 
 /// An RMSNorm with its weight parameter (ones).
 static Value rmsNorm(ModelBuilder &mb, Value x, const Twine &name) {
   ModelBuilder::NameScope scope(mb, name);
-  Value weight = mb.getParam((name + ".weight").str(), {mb.getConfig().hidden},
-                             InitSpec::ones());
+  Value weight = mb.getParam(paramName(mb, name + ".weight"),
+                             {mb.getConfig().hidden}, InitSpec::ones());
   return mb.rmsNorm(x, weight);
+}
+
+/// A linear layer x[T, in] -> [T, out] without bias, its weight called
+/// `name`: [in, out] (y = x·W), or nn.Linear's [out, in] with --hf
+/// (y = x·Wᵀ, the transpose in the matmul's indexing maps).
+static Value linear(ModelBuilder &mb, Value x, const std::string &name,
+                    int64_t in, int64_t out) {
+  InitSpec init = InitSpec::normal(mb.getConfig().initStd);
+  if (mb.getConfig().hf)
+    return mb.matmulTransposedRhs(x, mb.getParam(name, {out, in}, init));
+  return mb.matmul(x, mb.getParam(name, {in, out}, init));
 }
 
 Value mlir::tp::models::buildLlamaBlock(ModelBuilder &mb, Value x,
@@ -53,20 +78,11 @@ Value mlir::tp::models::buildLlamaBlock(ModelBuilder &mb, Value x,
   int64_t kvHeads = config.kvHeads, group = config.groupSize();
   int64_t headDim = config.headDim(), kvHidden = kvHeads * headDim;
   std::string prefix = ("layers." + Twine(layer) + ".").str();
-  InitSpec weightInit = InitSpec::normal(config.initStd);
 
   Value h = rmsNorm(mb, x, prefix + "input_layernorm");
   {
     ModelBuilder::NameScope scope(mb, prefix + "self_attn");
-    std::string attn = prefix + "self_attn.";
-    Value wq =
-        mb.getParam(attn + "q_proj.weight", {hidden, hidden}, weightInit);
-    Value wk =
-        mb.getParam(attn + "k_proj.weight", {hidden, kvHidden}, weightInit);
-    Value wv =
-        mb.getParam(attn + "v_proj.weight", {hidden, kvHidden}, weightInit);
-    Value wo =
-        mb.getParam(attn + "o_proj.weight", {hidden, hidden}, weightInit);
+    std::string attn = paramName(mb, prefix + "self_attn.");
 
     // q: [B, S, heads, D]; k, v: [B, S, kv, D]. Under grouped-query
     // attention k and v are repeated to [B, S, heads, D] (query head
@@ -75,11 +91,14 @@ Value mlir::tp::models::buildLlamaBlock(ModelBuilder &mb, Value x,
     // key/value heads than devices, the planner computes k and v whole and
     // slices the repeated heads, which is Megatron's treatment.
     SmallVector<ReassociationIndices> qHeads = {{0, 1}, {2, 3}};
-    Value q = mb.expand(mb.matmul(h, wq), {batch, seq, heads, headDim}, qHeads);
+    Value q = mb.expand(linear(mb, h, attn + "q_proj.weight", hidden, hidden),
+                        {batch, seq, heads, headDim}, qHeads);
     Value k =
-        mb.expand(mb.matmul(h, wk), {batch, seq, kvHeads, headDim}, qHeads);
+        mb.expand(linear(mb, h, attn + "k_proj.weight", hidden, kvHidden),
+                  {batch, seq, kvHeads, headDim}, qHeads);
     Value v =
-        mb.expand(mb.matmul(h, wv), {batch, seq, kvHeads, headDim}, qHeads);
+        mb.expand(linear(mb, h, attn + "v_proj.weight", hidden, kvHidden),
+                  {batch, seq, kvHeads, headDim}, qHeads);
     q = mb.rotaryEmbedding(q);
     k = mb.rotaryEmbedding(k);
     auto repeatKV = [&](Value t) -> Value {
@@ -102,20 +121,15 @@ Value mlir::tp::models::buildLlamaBlock(ModelBuilder &mb, Value x,
     };
     Value context =
         mb.collapse(mb.causalAttention(q, repeatKV(k), repeatKV(v)), qHeads);
-    x = mb.add(x, mb.matmul(context, wo));
+    x = mb.add(x, linear(mb, context, attn + "o_proj.weight", hidden, hidden));
   }
 
   h = rmsNorm(mb, x, prefix + "post_attention_layernorm");
   {
     ModelBuilder::NameScope scope(mb, prefix + "mlp");
-    std::string mlp = prefix + "mlp.";
-    Value wGate =
-        mb.getParam(mlp + "gate_proj.weight", {hidden, ffn}, weightInit);
-    Value wUp = mb.getParam(mlp + "up_proj.weight", {hidden, ffn}, weightInit);
-    Value wDown =
-        mb.getParam(mlp + "down_proj.weight", {ffn, hidden}, weightInit);
-    Value gate = mb.matmul(h, wGate);
-    Value up = mb.matmul(h, wUp);
+    std::string mlp = paramName(mb, prefix + "mlp.");
+    Value gate = linear(mb, h, mlp + "gate_proj.weight", hidden, ffn);
+    Value up = linear(mb, h, mlp + "up_proj.weight", hidden, ffn);
     // silu(gate) * up = gate / (1 + exp(-gate)) * up
     Value act = mb.elementwise(
         {{gate, {0, 1}}, {up, {0, 1}}}, {tokens, ffn}, mb.getStorageType(),
@@ -163,7 +177,7 @@ Value mlir::tp::models::buildLlamaBlock(ModelBuilder &mb, Value x,
       mb.addGrad(up, dUp);
       mb.addGrad(gate, dGate);
     });
-    x = mb.add(x, mb.matmul(act, wDown));
+    x = mb.add(x, linear(mb, act, mlp + "down_proj.weight", ffn, hidden));
   }
   return x;
 }
@@ -172,7 +186,8 @@ Value mlir::tp::models::buildLlamaHead(ModelBuilder &mb, Value x) {
   const ModelConfig &config = mb.getConfig();
   Value h = rmsNorm(mb, x, "norm");
   ModelBuilder::NameScope scope(mb, "lm_head");
-  Value w = mb.getParam("lm_head.weight", {config.hidden, config.vocab},
-                        InitSpec::normal(config.initStd));
-  return mb.matmul(h, w);
+  // Tied (--hf with tie_word_embeddings): the token embedding, transposed.
+  if (config.tieEmbeddings)
+    return mb.matmulTransposedRhs(h, getEmbedding(mb));
+  return linear(mb, h, "lm_head.weight", config.hidden, config.vocab);
 }

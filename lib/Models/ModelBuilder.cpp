@@ -132,7 +132,12 @@ Value ModelBuilder::addInput(StringRef name, ArrayRef<int64_t> shape,
                              Type elementType) {
   assert(!sawParam && "inputs come before parameters");
   auto type = RankedTensorType::get(shape, elementType);
-  argAttrs.push_back(builder.getDictionaryAttr({}));
+  // The Hugging Face layout names every argument for the runtime.
+  SmallVector<NamedAttribute> attrs;
+  if (config.hf)
+    attrs.push_back(
+        builder.getNamedAttr("tp.name", builder.getStringAttr(name)));
+  argAttrs.push_back(builder.getDictionaryAttr(attrs));
   return entry->addArgument(type, NameLoc::get(builder.getStringAttr(name)));
 }
 
@@ -178,9 +183,13 @@ Value ModelBuilder::getParam(StringRef name, ArrayRef<int64_t> shape,
       entry->addArgument(type, NameLoc::get(builder.getStringAttr(name)));
   paramArgs[name] = arg.getArgNumber();
   params.push_back({arg, init});
-  argAttrs.push_back(builder.getDictionaryAttr(
-      {builder.getNamedAttr("tp.param", builder.getUnitAttr()),
-       builder.getNamedAttr("tp.init", getInitAttr(builder, name, init))}));
+  SmallVector<NamedAttribute> attrs = {
+      builder.getNamedAttr("tp.param", builder.getUnitAttr()),
+      builder.getNamedAttr("tp.init", getInitAttr(builder, name, init))};
+  if (config.hf)
+    attrs.push_back(
+        builder.getNamedAttr("tp.name", builder.getStringAttr(name)));
+  argAttrs.push_back(builder.getDictionaryAttr(attrs));
   return arg;
 }
 
@@ -333,12 +342,17 @@ Value ModelBuilder::selectIndex(Value value, unsigned dim, int64_t index) {
 }
 
 Value ModelBuilder::slicePrefix(Value value, unsigned dim, int64_t size) {
+  return sliceRange(value, dim, 0, size);
+}
+
+Value ModelBuilder::sliceRange(Value value, unsigned dim, int64_t offset,
+                               int64_t size) {
   auto type = cast<RankedTensorType>(value.getType());
   SmallVector<OpFoldResult> offsets, sizes, strides;
   SmallVector<int64_t> resultShape(type.getShape());
   resultShape[dim] = size;
-  for (int64_t extent : resultShape) {
-    offsets.push_back(builder.getIndexAttr(0));
+  for (auto [i, extent] : llvm::enumerate(resultShape)) {
+    offsets.push_back(builder.getIndexAttr(i == dim ? offset : 0));
     sizes.push_back(builder.getIndexAttr(extent));
     strides.push_back(builder.getIndexAttr(1));
   }
@@ -347,7 +361,7 @@ Value ModelBuilder::slicePrefix(Value value, unsigned dim, int64_t size) {
       builder, loc, resultType, value, offsets, sizes, strides);
   if (isRecording())
     record(result, [=](Value grad) {
-      // The rows past the prefix get no gradient.
+      // The entries outside the range get no gradient.
       Value zeros = zeroTensor(type.getShape(), type.getElementType());
       addGrad(value, tensor::InsertSliceOp::create(builder, loc, grad, zeros,
                                                    offsets, sizes, strides));

@@ -7,7 +7,9 @@
 //              labels: tensor<BxSxi64> with the loss, then the parameters in
 //              model order, each {tp.param, tp.init = {...}};
 //   result:    the loss (tensor<f32>) with the loss, else the logits
-//              tensor<(B*S)xVxdtype>, else (blocks only) the hidden states.
+//              tensor<(B*S)xVxdtype> (with --hf tensor<BxSxVxdtype>), else
+//              (blocks only) the hidden states. With --hf every argument
+//              and the result carry tp.name.
 //
 // Everything between is delegated to the architecture (GPT2.cpp, Llama.cpp)
 // and the shared pieces of ModelBuilder.cpp. buildForward is the part a
@@ -68,7 +70,15 @@ OwningOpRef<ModuleOp> mlir::tp::models::buildModel(MLIRContext *context,
                                                    const ModelConfig &config) {
   assert(!verifyConfig(config) && "the configuration is verified first");
   ModelBuilder mb(context, config);
-  return mb.finish(buildForward(mb));
+  OwningOpRef<ModuleOp> module = mb.finish(buildForward(mb));
+  // The Hugging Face layout names the result for the runtime (--reference).
+  if (config.hf) {
+    auto fn = *module->getOps<func::FuncOp>().begin();
+    fn.setResultAttr(0, "tp.name",
+                     StringAttr::get(context,
+                                     config.withLoss ? "loss" : "logits"));
+  }
+  return module;
 }
 
 Value mlir::tp::models::buildForward(ModelBuilder &mb) {
@@ -92,6 +102,10 @@ Value mlir::tp::models::buildForward(ModelBuilder &mb) {
   if (config.scope == Scope::BlocksOnly)
     return x;
   Value logits = arch.head(mb, x);
+  // Hugging Face's logits are [B, S, V].
+  if (!config.withLoss && config.hf)
+    return mb.expand(logits, {config.batch, config.seq, config.vocab},
+                     {{0, 1}, {2}});
   if (!config.withLoss)
     return logits;
   ModelBuilder::NameScope scope(mb, "loss");

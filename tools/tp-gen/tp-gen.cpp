@@ -20,7 +20,9 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -117,6 +119,36 @@ static cl::opt<double> weightDecay(
     cl::desc("AdamW decoupled weight decay of weight matrices and embeddings "
              "(--train)"),
     cl::value_desc("x"), cl::init(0.01), cl::cat(genCategory));
+static cl::opt<bool> hfLayout(
+    "hf",
+    cl::desc("Hugging Face transformers layout: the parameters get the names "
+             "and shapes of GPT2LMHeadModel's / LlamaForCausalLM's state dict "
+             "as tp.name (GPT-2's c_attn [H, 3H], Llama's weights [out, in]), "
+             "input_ids in, logits [B, S, V] out; implies --with-embedding; "
+             "forward graphs only (not with --train)"),
+    cl::cat(genCategory));
+static cl::opt<std::string> hfConfig(
+    "hf-config",
+    cl::desc("Read the sizes, norm epsilon, rotary base and tying of a Hugging "
+             "Face config.json (or of the config.json in a folder); implies "
+             "--hf. Without --preset, the seq and batch are the tiny "
+             "preset's; size flags still override"),
+    cl::value_desc("file"), cl::cat(genCategory));
+static cl::opt<double>
+    normEpsOption("norm-eps",
+                  cl::desc("Epsilon of LayerNorm / RMSNorm (default: 1e-5, "
+                           "or --hf-config's)"),
+                  cl::value_desc("x"), cl::cat(genCategory));
+static cl::opt<double> ropeThetaOption(
+    "rope-theta",
+    cl::desc("Base of the rotary frequencies (llama; default: the preset's, or "
+             "--hf-config's)"),
+    cl::value_desc("x"), cl::cat(genCategory));
+static cl::opt<bool> tieEmbeddings(
+    "tie-embeddings",
+    cl::desc("With --hf and llama: the LM head is model.embed_tokens.weight "
+             "(tie_word_embeddings; --hf-config sets it)"),
+    cl::cat(genCategory));
 static cl::opt<bool> printParamCount(
     "print-param-count",
     cl::desc("Print the parameter count and sizes, summed from the argument "
@@ -143,9 +175,37 @@ static std::optional<ModelConfig> resolveConfig(std::string &error) {
       return std::nullopt;
     }
   }
+  // --hf-config: the architecture is the file's model_type.
+  std::string hfJson, hfPath = hfConfig;
+  std::optional<Arch> hfArch;
+  if (hfConfig.getNumOccurrences()) {
+    if (llvm::sys::fs::is_directory(hfPath))
+      hfPath += "/config.json";
+    auto buffer = llvm::MemoryBuffer::getFile(hfPath);
+    if (!buffer) {
+      os << "cannot read --hf-config '" << hfPath
+         << "': " << buffer.getError().message();
+      return std::nullopt;
+    }
+    hfJson = (*buffer)->getBuffer().str();
+    std::string problem;
+    hfArch = getHFConfigArch(hfJson, problem);
+    if (!hfArch) {
+      os << "--hf-config '" << hfPath << "': " << problem;
+      return std::nullopt;
+    }
+    if (arch && *arch != *hfArch) {
+      os << "--hf-config '" << hfPath << "' is a " << stringifyArch(*hfArch)
+         << " model, not " << stringifyArch(*arch);
+      return std::nullopt;
+    }
+    arch = hfArch;
+  }
+
   std::string name = presetName;
   if (!presetName.getNumOccurrences())
-    name = getDefaultPresetName(arch.value_or(Arch::GPT2)).str();
+    name = hfArch ? getTinyPresetName(*hfArch).str()
+                  : getDefaultPresetName(arch.value_or(Arch::GPT2)).str();
   else if (name == "tiny")
     name = getTinyPresetName(arch.value_or(Arch::GPT2)).str();
   std::optional<ModelConfig> config = lookupPreset(name);
@@ -157,7 +217,15 @@ static std::optional<ModelConfig> resolveConfig(std::string &error) {
   if (arch && *arch != config->arch) {
     os << "preset '" << name << "' is a " << stringifyArch(config->arch)
        << " model, not " << stringifyArch(*arch);
+    if (hfArch && !modelName.getNumOccurrences())
+      os << " (the model_type of --hf-config '" << hfPath << "')";
     return std::nullopt;
+  }
+  if (hfArch) {
+    if (std::optional<std::string> problem = applyHFConfig(hfJson, *config)) {
+      os << "--hf-config '" << hfPath << "': " << *problem;
+      return std::nullopt;
+    }
   }
 
   bool multiHead = config->kvHeads == config->heads;
@@ -176,6 +244,23 @@ static std::optional<ModelConfig> resolveConfig(std::string &error) {
   override(seq, config->seq);
   override(batch, config->batch);
   override(maxPositions, config->maxPositions);
+  if (normEpsOption.getNumOccurrences())
+    config->normEps = normEpsOption;
+  if (ropeThetaOption.getNumOccurrences())
+    config->ropeTheta = ropeThetaOption;
+  if (tieEmbeddings)
+    config->tieEmbeddings = true;
+  config->hf = hfLayout || hfConfig.getNumOccurrences();
+  if (config->hf && train) {
+    os << "--hf emits forward graphs only and cannot be combined with --train "
+          "(training steps keep tp-gen's layout)";
+    return std::nullopt;
+  }
+  if (config->hf && blocksOnly) {
+    os << "--hf and --blocks-only exclude each other (the Hugging Face layout "
+          "is the whole model, from input_ids to logits)";
+    return std::nullopt;
+  }
 
   std::optional<DType> dtype = parseDType(dtypeName);
   if (!dtype) {
@@ -191,7 +276,7 @@ static std::optional<ModelConfig> resolveConfig(std::string &error) {
     os << "--train and --blocks-only exclude each other";
     return std::nullopt;
   }
-  config->scope = withEmbedding || train ? Scope::WithEmbedding
+  config->scope = withEmbedding || train || config->hf ? Scope::WithEmbedding
                   : blocksOnly           ? Scope::BlocksOnly
                                          : Scope::Default;
   config->withLoss = withLoss || train;
@@ -258,6 +343,18 @@ static std::string describe(const ModelConfig &config,
   if (config.arch == Arch::GPT2)
     os << " --max-positions " << config.maxPositions;
   os << " --dtype " << stringifyDType(config.dtype);
+  // The constants are flags of the command under --hf or when given.
+  bool constantsInCommand = config.hf || normEpsOption.getNumOccurrences() ||
+                            ropeThetaOption.getNumOccurrences();
+  if (config.hf)
+    os << " --hf";
+  if (constantsInCommand) {
+    os << " --norm-eps " << llvm::format("%g", config.normEps);
+    if (config.arch == Arch::Llama)
+      os << " --rope-theta " << llvm::format("%g", config.ropeTheta);
+  }
+  if (config.tieEmbeddings)
+    os << " --tie-embeddings";
   if (config.scope == Scope::WithEmbedding)
     os << " --with-embedding";
   if (config.scope == Scope::BlocksOnly)
@@ -276,10 +373,12 @@ static std::string describe(const ModelConfig &config,
          << llvm::format("%g", trainOptions->weightDecay);
   }
   os << "  (";
-  if (config.arch == Arch::Llama)
-    os << "rope-theta " << llvm::format("%g", config.ropeTheta) << ", ";
-  os << "norm-eps " << llvm::format("%g", config.normEps) << ", init-std "
-     << llvm::format("%g", config.initStd) << ")\n";
+  if (!constantsInCommand) {
+    if (config.arch == Arch::Llama)
+      os << "rope-theta " << llvm::format("%g", config.ropeTheta) << ", ";
+    os << "norm-eps " << llvm::format("%g", config.normEps) << ", ";
+  }
+  os << "init-std " << llvm::format("%g", config.initStd) << ")\n";
   return text;
 }
 

@@ -127,6 +127,9 @@ public:
   Value selectIndex(Value value, unsigned dim, int64_t index);
   /// The slice of `value` of the first `size` entries of dimension `dim`.
   Value slicePrefix(Value value, unsigned dim, int64_t size);
+  /// The slice of `value` of the `size` entries of dimension `dim` from
+  /// `offset` on (every other dimension whole).
+  Value sliceRange(Value value, unsigned dim, int64_t offset, int64_t size);
 
   /// A linalg.generic with `numLoops` loops whose output `init` is indexed by
   /// `outLoops`; the other loops are reductions. With `computeInF32`, float

@@ -69,6 +69,16 @@ struct ModelConfig {
   Scope scope = Scope::Default;
   /// Append the mean cross-entropy over labels; needs the LM head.
   bool withLoss = false;
+  /// Hugging Face `transformers` layout (tp-gen --hf; forward graphs with
+  /// the embedding only): the parameters have the names and shapes of the
+  /// model's state dict (`transformer.` / `model.` prefixes, GPT-2's fused
+  /// c_attn as [H, 3H], Llama's nn.Linear weights as [out, in]), every
+  /// argument and the result carry `tp.name`, and the logits are
+  /// [B, S, V] (docs/models.md).
+  bool hf = false;
+  /// Llama with --hf: the LM head is the token embedding (one argument,
+  /// `model.embed_tokens.weight`), as `tie_word_embeddings` says.
+  bool tieEmbeddings = false;
 
   int64_t headDim() const { return hidden / heads; }
   int64_t tokens() const { return batch * seq; }
@@ -92,6 +102,18 @@ llvm::StringRef stringifyArch(Arch arch);
 std::optional<Arch> parseArch(llvm::StringRef name);
 llvm::StringRef stringifyDType(DType dtype);
 std::optional<DType> parseDType(llvm::StringRef name);
+
+/// Applies the Hugging Face `config.json` held in `json` (GPT2Config or
+/// LlamaConfig) to `config`, whose `arch` must already be the file's: the
+/// sizes, the norm epsilon, the rotary base and the tying of the LM head.
+/// Returns the first problem (unreadable JSON, a missing size, a feature
+/// tp-gen does not build) as a lowercase message, or std::nullopt.
+std::optional<std::string> applyHFConfig(llvm::StringRef json,
+                                         ModelConfig &config);
+
+/// The architecture of the Hugging Face `config.json` held in `json`, read
+/// from its `model_type`; on failure std::nullopt and `error` says why.
+std::optional<Arch> getHFConfigArch(llvm::StringRef json, std::string &error);
 
 /// Checks that `config` describes a model tp-gen can build. Returns the
 /// first problem as a lowercase message without trailing period, or
