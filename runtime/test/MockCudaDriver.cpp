@@ -15,7 +15,9 @@
 //
 // MOCK_CUDA_DEVICES sets the device count (default 1), MOCK_CUDA_MEMORY the
 // bytes of device memory (default 1 GiB; a larger allocation is
-// CUDA_ERROR_OUT_OF_MEMORY).
+// CUDA_ERROR_OUT_OF_MEMORY). MOCK_TRACE=1 prints a line to stderr for
+// every cuStreamSynchronize ("mock cuda: cuStreamSynchronize"), so tests
+// can count the synchronizations of a call (nccl-check.test).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -212,7 +215,15 @@ MOCK_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int) {
 
 MOCK_EXPORT CUresult cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
 
-MOCK_EXPORT CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+MOCK_EXPORT CUresult cuStreamSynchronize(CUstream) {
+  static const bool trace = [] {
+    const char *env = std::getenv("MOCK_TRACE");
+    return env && *env && std::strcmp(env, "0") != 0;
+  }();
+  if (trace)
+    std::fputs("mock cuda: cuStreamSynchronize\n", stderr);
+  return CUDA_SUCCESS;
+}
 
 MOCK_EXPORT CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) {
   return CUDA_SUCCESS;
