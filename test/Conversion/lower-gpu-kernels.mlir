@@ -97,16 +97,85 @@ func.func @row_max(%x: memref<2x4x8x1000xf32>, %m: memref<2x4x8xf32>) {
   return
 }
 
-// A bf16 row sum combines across threads in f32.
+// A bf16 row sum accumulates in f32: the partials start at the extended
+// neutral element, each element is extended before it is added, the
+// all-reduce combines f32 partials, and the sum with the initial value is
+// rounded to bf16 once, at the store.
 // CHECK-LABEL: func.func @row_sum_bf16
-// CHECK: %[[W:.*]] = arith.extf %{{.*}} : bf16 to f32
-// CHECK: %[[T:.*]] = gpu.all_reduce add %[[W]] uniform
-// CHECK: arith.truncf %[[T]] : f32 to bf16
+// CHECK: %[[Z:.*]] = arith.extf %{{.*}} : bf16 to f32
+// CHECK: %[[P:.*]] = scf.for %{{.*}} iter_args(%[[ACC:.*]] = %[[Z]]) -> (f32)
+// CHECK: %[[X:.*]] = memref.load %{{.*}} : memref<16x64xbf16>
+// CHECK: %[[XW:.*]] = arith.extf %[[X]] : bf16 to f32
+// CHECK: %[[S:.*]] = arith.addf %[[XW]], %[[ACC]] : f32
+// CHECK: scf.yield %[[S]] : f32
+// CHECK: %[[T:.*]] = gpu.all_reduce add %[[P]] uniform
+// CHECK-NEXT: } : (f32) -> f32
+// CHECK: %[[I:.*]] = memref.load %{{.*}} : memref<16xbf16>
+// CHECK: %[[IW:.*]] = arith.extf %[[I]] : bf16 to f32
+// CHECK: %[[R:.*]] = arith.addf %[[IW]], %[[T]] : f32
+// CHECK: %[[RB:.*]] = arith.truncf %[[R]] : f32 to bf16
+// CHECK: memref.store %[[RB]]
+// CHECK-NOT: -> (bf16)
 func.func @row_sum_bf16(%x: memref<16x64xbf16>, %s: memref<16xbf16>) {
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<16x64xbf16>) outs(%s : memref<16xbf16>) {
   ^bb0(%in: bf16, %out: bf16):
     %a = arith.addf %in, %out : bf16
+    linalg.yield %a : bf16
+  }
+  return
+}
+
+// Norm statistics in bf16 (a sum of squares): the square is the region's,
+// in bf16, and only the accumulation is widened.
+// CHECK-LABEL: func.func @row_sumsq_bf16
+// CHECK: scf.for %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
+// CHECK: %[[SQ:.*]] = arith.mulf %{{.*}}, %{{.*}} : bf16
+// CHECK: %[[SQW:.*]] = arith.extf %[[SQ]] : bf16 to f32
+// CHECK: arith.addf %[[ACC]], %[[SQW]] : f32
+// CHECK: gpu.all_reduce add %{{.*}} uniform
+// CHECK-NEXT: } : (f32) -> f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK-NOT: -> (bf16)
+func.func @row_sumsq_bf16(%x: memref<16x64xbf16>, %s: memref<16xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<16x64xbf16>) outs(%s : memref<16xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %sq = arith.mulf %in, %in : bf16
+    %a = arith.addf %out, %sq : bf16
+    linalg.yield %a : bf16
+  }
+  return
+}
+
+// A bf16 softmax: the row maximum and the sum of exponentials both reduce
+// in f32 (max is exact either way; the sum is what needs it).
+// CHECK-LABEL: func.func @softmax_stats_bf16
+// CHECK: scf.for %{{.*}} -> (f32)
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: gpu.all_reduce maximumf %{{.*}} uniform
+// CHECK-NEXT: } : (f32) -> f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: scf.for %{{.*}} -> (f32)
+// CHECK: %[[E:.*]] = math.exp %{{.*}} : bf16
+// CHECK: %[[EW:.*]] = arith.extf %[[E]] : bf16 to f32
+// CHECK: arith.addf %[[EW]], %{{.*}} : f32
+// CHECK: gpu.all_reduce add %{{.*}} uniform
+// CHECK-NEXT: } : (f32) -> f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @softmax_stats_bf16(%x: memref<32x8xbf16>, %m: memref<32xbf16>, %s: memref<32xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x8xbf16>) outs(%m : memref<32xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %a = arith.maximumf %in, %out : bf16
+    linalg.yield %a : bf16
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %m : memref<32x8xbf16>, memref<32xbf16>) outs(%s : memref<32xbf16>) {
+  ^bb0(%in: bf16, %max: bf16, %out: bf16):
+    %d = arith.subf %in, %max : bf16
+    %e = math.exp %d : bf16
+    %a = arith.addf %e, %out : bf16
     linalg.yield %a : bf16
   }
   return

@@ -131,7 +131,29 @@ struct RowCombiner {
   Operation *combiner;  // the region's op folding `out` into the row
   TypedAttr neutral;    // its neutral element
   gpu::AllReduceOperation kind;
+  unsigned outOperand;  // which operand of `combiner` is `out`
+  /// f16/bf16 outputs accumulate in f32: the per-thread partials, the
+  /// all-reduce and the fold of the initial value, truncated once.
+  bool widen() const {
+    Type t = combiner->getResult(0).getType();
+    return t.isF16() || t.isBF16();
+  }
 };
+
+/// `c`'s combiner on `acc` and `contribution`, in the type of `acc` (f32
+/// for a widened combiner, whose operands are extended first).
+Value combine(OpBuilder &b, Location loc, const RowCombiner &c, Value acc,
+              Value contribution) {
+  Type accType = acc.getType();
+  if (contribution.getType() != accType)
+    contribution = arith::ExtFOp::create(b, loc, accType, contribution);
+  IRMapping mapping;
+  mapping.map(c.combiner->getOperand(c.outOperand), acc);
+  mapping.map(c.combiner->getOperand(1 - c.outOperand), contribution);
+  Operation *folded = b.clone(*c.combiner, mapping);
+  folded->getResult(0).setType(accType);
+  return folded->getResult(0);
+}
 
 class KernelBuilder {
 public:
@@ -147,7 +169,9 @@ private:
   /// `outputs` (if non-empty) stand for the output block arguments.
   /// Returns the yielded values.
   SmallVector<Value> emitRegion(OpBuilder &b, ValueRange ivs,
-                                ValueRange outputs);
+                                ValueRange outputs,
+                                ArrayRef<Operation *> skip = {},
+                                IRMapping *mappingOut = nullptr);
   void storeResults(OpBuilder &b, ValueRange ivs, ValueRange values);
   SmallVector<Value> loadOutputs(OpBuilder &b, ValueRange ivs);
 
@@ -172,10 +196,13 @@ SmallVector<Value> KernelBuilder::operandIndices(OpBuilder &b,
 }
 
 SmallVector<Value> KernelBuilder::emitRegion(OpBuilder &b, ValueRange ivs,
-                                             ValueRange outputs) {
+                                             ValueRange outputs,
+                                             ArrayRef<Operation *> skip,
+                                             IRMapping *mappingOut) {
   Location loc = op.getLoc();
   Block *block = op.getBlock();
-  IRMapping mapping;
+  IRMapping local;
+  IRMapping &mapping = mappingOut ? *mappingOut : local;
   for (OpOperand *input : op.getDpsInputOperands()) {
     BlockArgument arg = op.getMatchingBlockArgument(input);
     if (arg.use_empty())
@@ -201,6 +228,8 @@ SmallVector<Value> KernelBuilder::emitRegion(OpBuilder &b, ValueRange ivs,
       mapping.map(idx.getResult(), ivs[idx.getDim()]);
       continue;
     }
+    if (llvm::is_contained(skip, &inner))
+      continue;
     b.clone(inner, mapping);
   }
   SmallVector<Value> yielded;
@@ -296,7 +325,11 @@ FailureOr<SmallVector<RowCombiner>> KernelBuilder::matchRowReduction() {
                        ((type.isF16() || type.isBF16()) && isa<FloatType>(type));
     if (!kind || !neutral || !shuffleable)
       return failure();
-    combiners.push_back({combiner, *neutral, *kind});
+    unsigned outOperand = combiner->getOperand(0) == outArgs[i] ? 0 : 1;
+    if (combiner->getOperand(outOperand) != outArgs[i] ||
+        combiner->getOperand(0) == combiner->getOperand(1))
+      return failure();
+    combiners.push_back({combiner, *neutral, *kind, outOperand});
   }
   return combiners;
 }
@@ -320,10 +353,19 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
   SmallVector<Value> rowIvs =
       delinearize(b, loc, launch.getBlockIds().x, parallelRanges);
 
-  // Per-thread partials over a strided part of the row.
+  // Per-thread partials over a strided part of the row; f16/bf16 outputs
+  // accumulate in f32 (their combiner is emitted on f32, the contribution
+  // extended to it).
   SmallVector<Value> neutrals;
-  for (const RowCombiner &c : combiners)
-    neutrals.push_back(arith::ConstantOp::create(b, loc, c.neutral));
+  SmallVector<Operation *> widened;
+  for (const RowCombiner &c : combiners) {
+    Value neutral = arith::ConstantOp::create(b, loc, c.neutral);
+    if (c.widen()) {
+      neutral = arith::ExtFOp::create(b, loc, b.getF32Type(), neutral);
+      widened.push_back(c.combiner);
+    }
+    neutrals.push_back(neutral);
+  }
   auto loop = scf::ForOp::create(b, loc, tid, index(b, loc, rowLength),
                                  index(b, loc, threads), neutrals);
   {
@@ -333,29 +375,29 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
     SmallVector<Value> redIvs =
         delinearize(b, loc, loop.getInductionVar(), reductionRanges);
     ivs.append(redIvs);
-    SmallVector<Value> next = emitRegion(b, ivs, loop.getRegionIterArgs());
+    IRMapping mapping;
+    SmallVector<Value> next =
+        emitRegion(b, ivs, loop.getRegionIterArgs(), widened, &mapping);
+    for (auto [i, c] : llvm::enumerate(combiners))
+      if (c.widen())
+        next[i] = combine(
+            b, loc, c, loop.getRegionIterArgs()[i],
+            mapping.lookup(c.combiner->getOperand(1 - c.outOperand)));
     scf::YieldOp::create(b, loc, next);
   }
 
   // Across the block.
   SmallVector<Value> totals;
-  for (auto [c, partial] : llvm::zip(combiners, loop.getResults())) {
-    Value v = partial;
-    Type type = v.getType();
-    bool widen = type.isF16() || type.isBF16();
-    if (widen)
-      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-    Value total =
+  for (auto [c, partial] : llvm::zip(combiners, loop.getResults()))
+    totals.push_back(
         gpu::AllReduceOp::create(
-            b, loc, v, gpu::AllReduceOperationAttr::get(b.getContext(), c.kind),
+            b, loc, partial,
+            gpu::AllReduceOperationAttr::get(b.getContext(), c.kind),
             b.getUnitAttr())
-            .getResult();
-    if (widen)
-      total = arith::TruncFOp::create(b, loc, type, total);
-    totals.push_back(total);
-  }
+            .getResult());
 
-  // Thread 0 folds in the initial value and stores the row's result.
+  // Thread 0 folds in the initial value and stores the row's result
+  // (rounded once to the output's type).
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                       index(b, loc, 0));
   auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
@@ -366,10 +408,10 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
   SmallVector<Value> initial = loadOutputs(b, ivs);
   SmallVector<Value> results;
   for (auto [c, init, total] : llvm::zip(combiners, initial, totals)) {
-    IRMapping mapping;
-    mapping.map(c.combiner->getOperand(0), init);
-    mapping.map(c.combiner->getOperand(1), total);
-    results.push_back(b.clone(*c.combiner, mapping)->getResult(0));
+    Value r = combine(b, loc, c, total, init);
+    if (c.widen())
+      r = arith::TruncFOp::create(b, loc, init.getType(), r);
+    results.push_back(r);
   }
   storeResults(b, ivs, results);
   return success();
