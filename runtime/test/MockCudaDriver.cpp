@@ -291,9 +291,22 @@ MOCK_EXPORT CUresult cuMemGetInfo(size_t *free, size_t *total) {
 
 MOCK_EXPORT CUresult cuPointerGetAttribute(void *data,
                                            CUpointer_attribute attribute,
-                                           CUdeviceptr) {
+                                           CUdeviceptr ptr) {
   if (attribute == CU_POINTER_ATTRIBUTE_IS_MANAGED) {
     *static_cast<unsigned int *>(data) = 0;
+    return CUDA_SUCCESS;
+  }
+  if (attribute == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) {
+    // Like the driver: device memory is CU_MEMORYTYPE_DEVICE, memory the
+    // driver does not know is CUDA_ERROR_INVALID_VALUE.
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = deviceBlocks.upper_bound(uintptr_t(ptr));
+    if (it == deviceBlocks.begin())
+      return CUDA_ERROR_INVALID_VALUE;
+    --it;
+    if (uintptr_t(ptr) >= it->first + it->second)
+      return CUDA_ERROR_INVALID_VALUE;
+    *static_cast<CUmemorytype *>(data) = CU_MEMORYTYPE_DEVICE;
     return CUDA_SUCCESS;
   }
   return CUDA_ERROR_NOT_SUPPORTED;

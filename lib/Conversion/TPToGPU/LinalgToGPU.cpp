@@ -27,8 +27,11 @@
 // Host side: memref.alloc / memref.dealloc become gpu.alloc / gpu.dealloc;
 // memref.copy becomes gpu.memcpy between contiguous buffers and a copy
 // kernel otherwise; memref.get_global gets a device copy (gpu.alloc +
-// gpu.memcpy, freed before each return). Host code may only compute views
-// of device buffers: a memref.load or memref.store left outside a kernel is
+// gpu.memcpy, freed before each return); a memref.load left on the host (a
+// top-level tensor.extract) becomes a one-thread kernel that copies the
+// element into a one-element device buffer, a gpu.memcpy of it into a host
+// alloca and a load from there, with a remark. Otherwise host code may only
+// compute views of device buffers: a memref.store left outside a kernel is
 // an error.
 //
 //===----------------------------------------------------------------------===//
@@ -557,6 +560,33 @@ static LogicalResult moveHostToDevice(func::FuncOp fn) {
       gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), device.getMemref(),
                             global.getResult());
       globalsOnDevice.push_back(device.getMemref());
+    } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      // A host-side read of one element (a top-level tensor.extract): a
+      // one-thread kernel copies it into a one-element device buffer, which
+      // is copied into host memory and read there. The runtime's mgpuMemcpy
+      // into host memory completes before it returns (docs/runtime.md).
+      load->emitRemark()
+          << "reads one element of a device buffer on the host: a one-thread "
+             "kernel and a device-to-host copy, which waits for the stream";
+      auto one = MemRefType::get({1}, load.getType());
+      Value zero = index(b, loc, 0);
+      auto staging = gpu::AllocOp::create(b, loc, one, Type(), ValueRange(),
+                                          ValueRange(), ValueRange(), false);
+      {
+        OpBuilder::InsertionGuard g(b);
+        createLaunch(b, loc, 1, 1);
+        Value v = memref::LoadOp::create(b, loc, load.getMemRef(),
+                                         load.getIndices());
+        memref::StoreOp::create(b, loc, v, staging.getMemref(), zero);
+      }
+      auto host = memref::AllocaOp::create(b, loc, one);
+      gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), host,
+                            staging.getMemref());
+      Value v = memref::LoadOp::create(b, loc, host, zero);
+      gpu::DeallocOp::create(b, loc, Type(), ValueRange(),
+                             staging.getMemref());
+      load.replaceAllUsesWith(v);
+      load.erase();
     } else {
       return op->emitOpError()
              << "accesses memory on the host, where every buffer is a device "
