@@ -181,19 +181,59 @@ func.func @softmax_stats_bf16(%x: memref<32x8xbf16>, %m: memref<32xbf16>, %s: me
   return
 }
 
-// A reduction over the leading dimension (a column sum) is not a row
-// reduction: one thread per output point, with a remark.
+// A reduction over the leading dimension (a column sum): blocks of 32
+// columns x 16 row threads (the 16 rows), partials in workgroup memory,
+// a tree of barrier-separated steps; no remark.
 // CHECK-LABEL: func.func @column_sum
-// CHECK: gpu.launch
+// CHECK: gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c16, %{{.*}} = %c1) workgroup(%[[WG:.*]] : memref<512xf32, #gpu.address_space<workgroup>>)
 // CHECK-NOT: gpu.all_reduce
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: scf.for %{{.*}} iter_args
 // CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %[[WG]]
+// CHECK: gpu.barrier
+// CHECK: gpu.barrier
 func.func @column_sum(%x: memref<16x64xf32>, %s: memref<64xf32>) {
-  // expected-remark @below {{reduction is not a row reduction with a known combiner: one thread per output point}}
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}
       ins(%x : memref<16x64xf32>) outs(%s : memref<64xf32>) {
   ^bb0(%in: f32, %out: f32):
     %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// A bf16 column sum accumulates in f32 too (partials, workgroup buffer),
+// truncated once at the store.
+// CHECK-LABEL: func.func @column_sum_bf16
+// CHECK: workgroup(%[[WG16:.*]] : memref<{{[0-9]+}}xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %{{.*}} -> (f32)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: gpu.barrier
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @column_sum_bf16(%x: memref<128x64xbf16>, %s: memref<64xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<128x64xbf16>) outs(%s : memref<64xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %a = arith.addf %in, %out : bf16
+    linalg.yield %a : bf16
+  }
+  return
+}
+
+// A reduction without a known combiner keeps the serial fallback: one
+// thread per output point, with a remark.
+// CHECK-LABEL: func.func @unknown_combiner
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.all_reduce
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: arith.subf
+func.func @unknown_combiner(%x: memref<16x64xf32>, %s: memref<64xf32>) {
+  // expected-remark @below {{reduction is not a row reduction with a known combiner: one thread per output point}}
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<16x64xf32>) outs(%s : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.subf %out, %in : f32
     linalg.yield %a : f32
   }
   return

@@ -21,9 +21,18 @@
 //    shfl.sync.bfly within warps, a workgroup buffer and bar.sync across
 //    warps; 16-bit floats combine in f32); thread 0 combines the result
 //    with the output's initial value and stores it once.
-//  * Any other reduction (interleaved dimensions, unknown combiners,
-//    several coupled outputs): one thread per output point running the
-//    reduction loop serially, with a remark.
+//    f16/bf16 outputs accumulate in f32 throughout and are truncated once.
+//  * Column reduction (the innermost loop parallel, some reduction loop
+//    before it: linalg.reduce dimensions = [0], bias and norm-weight
+//    gradients) with such combiners: blocks of 32 x R threads (R = 8, or 32
+//    when the grid has under 128 blocks, at most the reduction length);
+//    threadIdx.x picks one of 32 neighbouring output points (coalesced
+//    loads), threadIdx.y a strided part of the reduction; the partials meet
+//    in workgroup memory and log2(R) barrier-separated tree steps combine
+//    them; row 0 folds in the initial value and stores.
+//  * Any other reduction (interleaved dimensions ending in a reduction,
+//    unknown combiners, several coupled outputs): one thread per output
+//    point running the reduction loop serially, with a remark.
 // Host side: memref.alloc / memref.dealloc become gpu.alloc / gpu.dealloc;
 // memref.copy becomes gpu.memcpy between contiguous buffers and a copy
 // kernel otherwise; memref.get_global gets a device copy (gpu.alloc +
@@ -179,8 +188,11 @@ private:
   SmallVector<Value> loadOutputs(OpBuilder &b, ValueRange ivs);
 
   LogicalResult buildParallel();
+  FailureOr<SmallVector<RowCombiner>> matchCombiners();
   FailureOr<SmallVector<RowCombiner>> matchRowReduction();
   LogicalResult buildRowReduction(ArrayRef<RowCombiner> combiners);
+  bool isColumnReduction() const;
+  LogicalResult buildColumnReduction(ArrayRef<RowCombiner> combiners);
   LogicalResult buildSerialReduction();
 
   linalg::LinalgOp op;
@@ -308,6 +320,10 @@ FailureOr<SmallVector<RowCombiner>> KernelBuilder::matchRowReduction() {
   for (auto [i, it] : llvm::enumerate(iterators))
     if ((i < numParallel) != (it == utils::IteratorType::parallel))
       return failure(); // reductions interleaved with parallel dimensions
+  return matchCombiners();
+}
+
+FailureOr<SmallVector<RowCombiner>> KernelBuilder::matchCombiners() {
   Block *block = op.getBlock();
   Operation *yield = block->getTerminator();
   SmallVector<BlockArgument> outArgs(op.getRegionOutputArgs());
@@ -420,6 +436,171 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
   return success();
 }
 
+/// A column reduction: the innermost loop is parallel (so neighbouring
+/// threads read neighbouring elements) and some reduction loop comes
+/// before it, e.g. linalg.reduce dimensions = [0] (bias and norm-weight
+/// gradients summed over tokens).
+bool KernelBuilder::isColumnReduction() const {
+  SmallVector<utils::IteratorType> iterators =
+      const_cast<linalg::LinalgOp &>(op).getIteratorTypesArray();
+  if (iterators.empty() || iterators.back() != utils::IteratorType::parallel ||
+      !llvm::is_contained(iterators, utils::IteratorType::reduction))
+    return false;
+  int64_t outputs = 1;
+  for (auto [d, it] : llvm::enumerate(iterators))
+    if (it == utils::IteratorType::parallel)
+      outputs *= ranges[d];
+  return ceilDiv(outputs, kWarp) <= kMaxBlocks;
+}
+
+/// Column reductions: blocks of kWarp x rowsY threads. threadIdx.x picks
+/// one of kWarp consecutive output points (coalesced loads), threadIdx.y a
+/// strided part of the reduction; the partials meet in workgroup memory
+/// and a tree of log2(rowsY) barrier-separated steps combines them; row 0
+/// folds in the initial value and stores. The grid is the output points
+/// over kWarp. f16/bf16 accumulate in f32 as in row reductions.
+LogicalResult
+KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> parallelRanges, reductionRanges;
+  SmallVector<unsigned> parallelDims, reductionDims;
+  for (auto [d, it] : llvm::enumerate(iterators)) {
+    if (it == utils::IteratorType::parallel) {
+      parallelRanges.push_back(ranges[d]);
+      parallelDims.push_back(d);
+    } else {
+      reductionRanges.push_back(ranges[d]);
+      reductionDims.push_back(d);
+    }
+  }
+  int64_t outputs = product(parallelRanges);
+  int64_t length = product(reductionRanges);
+  int64_t blocks = ceilDiv(outputs, kWarp);
+  // Few blocks: more threads per column, so that the reduction still
+  // spreads over the GPU; never more rows than the reduction has.
+  int64_t rowsY = blocks >= 128 ? 8 : 32;
+  rowsY = std::min<int64_t>(rowsY,
+                            std::max<int64_t>(2, llvm::PowerOf2Ceil(length)));
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value one = index(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, index(b, loc, blocks), one, one,
+                                      index(b, loc, kWarp),
+                                      index(b, loc, rowsY), one);
+  SmallVector<Value> shared;
+  for (const RowCombiner &c : combiners) {
+    Type acc = c.widen() ? b.getF32Type() : c.combiner->getResult(0).getType();
+    auto type = MemRefType::get(
+        {rowsY * kWarp}, acc, MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(b.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    shared.push_back(launch.addWorkgroupAttribution(type, loc));
+  }
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToEnd(&body);
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&body);
+
+  Value tx = launch.getThreadIds().x;
+  Value ty = launch.getThreadIds().y;
+  Value point = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            index(b, loc, kWarp)),
+      tx);
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        point, index(b, loc, outputs));
+  // Out-of-range columns fold nothing but still reach every barrier.
+  Value safePoint =
+      arith::SelectOp::create(b, loc, inRange, point, index(b, loc, 0));
+  Value upper = arith::SelectOp::create(b, loc, inRange, index(b, loc, length),
+                                        index(b, loc, 0));
+  SmallVector<Value> pIvs = delinearize(b, loc, safePoint, parallelRanges);
+
+  SmallVector<Value> neutrals;
+  SmallVector<Operation *> widened;
+  for (const RowCombiner &c : combiners) {
+    Value neutral = arith::ConstantOp::create(b, loc, c.neutral);
+    if (c.widen()) {
+      neutral = arith::ExtFOp::create(b, loc, b.getF32Type(), neutral);
+      widened.push_back(c.combiner);
+    }
+    neutrals.push_back(neutral);
+  }
+  auto loop = scf::ForOp::create(b, loc, ty, upper, index(b, loc, rowsY),
+                                 neutrals);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> ivs(ranges.size());
+    for (auto [d, v] : llvm::zip(parallelDims, pIvs))
+      ivs[d] = v;
+    SmallVector<Value> rIvs =
+        delinearize(b, loc, loop.getInductionVar(), reductionRanges);
+    for (auto [d, v] : llvm::zip(reductionDims, rIvs))
+      ivs[d] = v;
+    IRMapping mapping;
+    SmallVector<Value> next =
+        emitRegion(b, ivs, loop.getRegionIterArgs(), widened, &mapping);
+    for (auto [i, c] : llvm::enumerate(combiners))
+      if (c.widen())
+        next[i] = combine(
+            b, loc, c, loop.getRegionIterArgs()[i],
+            mapping.lookup(c.combiner->getOperand(1 - c.outOperand)));
+    scf::YieldOp::create(b, loc, next);
+  }
+
+  // The partials into workgroup memory, then the tree over threadIdx.y.
+  Value slot = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, ty, index(b, loc, kWarp)), tx);
+  for (auto [buffer, partial] : llvm::zip(shared, loop.getResults()))
+    memref::StoreOp::create(b, loc, partial, buffer, slot);
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t half = rowsY / 2; half >= 1; half /= 2) {
+    Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ty,
+                                         index(b, loc, half));
+    auto step = scf::IfOp::create(b, loc, active, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&step.getThenRegion().front());
+      Value other =
+          arith::AddIOp::create(b, loc, slot, index(b, loc, half * kWarp));
+      for (auto [c, buffer] : llvm::zip(combiners, shared)) {
+        Value mine = memref::LoadOp::create(b, loc, buffer, slot);
+        Value theirs = memref::LoadOp::create(b, loc, buffer, other);
+        memref::StoreOp::create(b, loc, combine(b, loc, c, mine, theirs),
+                                buffer, slot);
+      }
+    }
+    gpu::BarrierOp::create(b, loc);
+  }
+
+  // Row 0 of an in-range column folds in the initial value and stores.
+  Value first = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ty,
+                            index(b, loc, 0)),
+      inRange);
+  auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+  b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+  SmallVector<Value> ivs(ranges.size());
+  for (auto [d, v] : llvm::zip(parallelDims, pIvs))
+    ivs[d] = v;
+  for (unsigned d : reductionDims)
+    ivs[d] = index(b, loc, 0); // outputs do not read reduction dims
+  SmallVector<Value> initial = loadOutputs(b, ivs);
+  SmallVector<Value> results;
+  for (auto [c, init, buffer] : llvm::zip(combiners, initial, shared)) {
+    Value total = memref::LoadOp::create(b, loc, buffer, tx);
+    Value r = combine(b, loc, c, total, init);
+    if (c.widen())
+      r = arith::TruncFOp::create(b, loc, init.getType(), r);
+    results.push_back(r);
+  }
+  storeResults(b, ivs, results);
+  return success();
+}
+
 LogicalResult KernelBuilder::buildSerialReduction() {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   SmallVector<int64_t> parallelRanges, reductionRanges;
@@ -486,6 +667,13 @@ LogicalResult KernelBuilder::build() {
                  matchRowReduction();
              succeeded(combiners)) {
     result = buildRowReduction(*combiners);
+  } else if (FailureOr<SmallVector<RowCombiner>> combiners = matchCombiners();
+             succeeded(combiners) && isColumnReduction() &&
+             llvm::all_of(*combiners, [](const RowCombiner &c) {
+               Type t = c.combiner->getResult(0).getType();
+               return t.isIntOrFloat();
+             })) {
+    result = buildColumnReduction(*combiners);
   } else {
     op->emitRemark() << "reduction is not a row reduction with a known "
                         "combiner: one thread per output point";
