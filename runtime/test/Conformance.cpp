@@ -243,8 +243,18 @@ public:
   Suite(tprt_context *ctx, bool verbose) : ctx(ctx), verbose(verbose) {
     tprt_rank(ctx, &rank);
     tprt_size(ctx, &size);
+    // The library's rule (docs/runtime.md, "The mismatch check"):
+    // TPRT_CHECK_COLLECTIVES forces it, TPRT_CHECK=0 turns it off, and the
+    // default is on except on nccl.
+    const char *backendName = "";
+    tprt_backend_name(ctx, &backendName);
+    const char *forced = std::getenv("TPRT_CHECK_COLLECTIVES");
     const char *env = std::getenv("TPRT_CHECK");
-    checkEnabled = !(env && std::strcmp(env, "0") == 0);
+    if (forced && *forced)
+      checkEnabled = std::strcmp(forced, "0") != 0;
+    else
+      checkEnabled = !(env && std::strcmp(env, "0") == 0) &&
+                     std::strcmp(backendName, "nccl") != 0;
   }
 
   void run();

@@ -15,7 +15,9 @@
 //
 // MOCK_CUDA_DEVICES sets the device count (default 1), MOCK_CUDA_MEMORY the
 // bytes of device memory (default 1 GiB; a larger allocation is
-// CUDA_ERROR_OUT_OF_MEMORY).
+// CUDA_ERROR_OUT_OF_MEMORY). MOCK_TRACE=1 prints a line to stderr for
+// every cuStreamSynchronize ("mock cuda: cuStreamSynchronize"), so tests
+// can count the synchronizations of a call (nccl-check.test).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -212,7 +215,15 @@ MOCK_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int) {
 
 MOCK_EXPORT CUresult cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
 
-MOCK_EXPORT CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+MOCK_EXPORT CUresult cuStreamSynchronize(CUstream) {
+  static const bool trace = [] {
+    const char *env = std::getenv("MOCK_TRACE");
+    return env && *env && std::strcmp(env, "0") != 0;
+  }();
+  if (trace)
+    std::fputs("mock cuda: cuStreamSynchronize\n", stderr);
+  return CUDA_SUCCESS;
+}
 
 MOCK_EXPORT CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) {
   return CUDA_SUCCESS;
@@ -280,9 +291,22 @@ MOCK_EXPORT CUresult cuMemGetInfo(size_t *free, size_t *total) {
 
 MOCK_EXPORT CUresult cuPointerGetAttribute(void *data,
                                            CUpointer_attribute attribute,
-                                           CUdeviceptr) {
+                                           CUdeviceptr ptr) {
   if (attribute == CU_POINTER_ATTRIBUTE_IS_MANAGED) {
     *static_cast<unsigned int *>(data) = 0;
+    return CUDA_SUCCESS;
+  }
+  if (attribute == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) {
+    // Like the driver: device memory is CU_MEMORYTYPE_DEVICE, memory the
+    // driver does not know is CUDA_ERROR_INVALID_VALUE.
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = deviceBlocks.upper_bound(uintptr_t(ptr));
+    if (it == deviceBlocks.begin())
+      return CUDA_ERROR_INVALID_VALUE;
+    --it;
+    if (uintptr_t(ptr) >= it->first + it->second)
+      return CUDA_ERROR_INVALID_VALUE;
+    *static_cast<CUmemorytype *>(data) = CU_MEMORYTYPE_DEVICE;
     return CUDA_SUCCESS;
   }
   return CUDA_ERROR_NOT_SUPPORTED;

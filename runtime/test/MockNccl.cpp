@@ -16,7 +16,10 @@
 //
 // MOCK_NCCL_INIT=hang keeps every communicator in progress (the init
 // timeout path); MOCK_NCCL_INIT=fail fails the start-up with
-// ncclInvalidUsage and a message.
+// ncclInvalidUsage and a message. MOCK_TRACE=1 prints a line to stderr
+// for every collective ("mock nccl: ncclAllReduce", ncclAllGather,
+// ncclReduceScatter, ncclSend, ncclRecv), so tests can count the NCCL calls
+// of a tprt collective (nccl-check.test).
 //
 //===----------------------------------------------------------------------===//
 
@@ -209,6 +212,17 @@ ncclResult_t reduceInto(ncclComm *comm, void *out, size_t offset, size_t count,
 
 } // namespace
 
+namespace {
+void trace(const char *call) {
+  static const bool enabled = [] {
+    const char *env = std::getenv("MOCK_TRACE");
+    return env && *env && std::strcmp(env, "0") != 0;
+  }();
+  if (enabled)
+    std::fprintf(stderr, "mock nccl: %s\n", call);
+}
+} // namespace
+
 MOCK_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
   static int counter = 0;
   std::memset(id, 0, sizeof(*id));
@@ -306,6 +320,7 @@ MOCK_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 MOCK_EXPORT ncclResult_t ncclAllReduce(const void *in, void *out, size_t count,
                                        ncclDataType_t type, ncclRedOp_t op,
                                        ncclComm_t comm, cudaStream_t stream) {
+  trace("ncclAllReduce");
   return exchange(comm, in, count * typeSize(type), stream, [&] {
     return reduceInto(comm, out, 0, count, type, op) == ncclSuccess;
   });
@@ -314,6 +329,7 @@ MOCK_EXPORT ncclResult_t ncclAllReduce(const void *in, void *out, size_t count,
 MOCK_EXPORT ncclResult_t ncclAllGather(const void *in, void *out, size_t count,
                                        ncclDataType_t type, ncclComm_t comm,
                                        cudaStream_t stream) {
+  trace("ncclAllGather");
   size_t bytes = count * typeSize(type);
   return exchange(comm, in, bytes, stream, [&] {
     for (int r = 0; r < comm->nranks; ++r)
@@ -328,6 +344,7 @@ MOCK_EXPORT ncclResult_t ncclReduceScatter(const void *in, void *out,
                                            size_t count, ncclDataType_t type,
                                            ncclRedOp_t op, ncclComm_t comm,
                                            cudaStream_t stream) {
+  trace("ncclReduceScatter");
   size_t bytes = count * typeSize(type);
   return exchange(comm, in, bytes * size_t(comm->nranks), stream, [&] {
     return reduceInto(comm, out, size_t(comm->rank) * bytes, count, type, op) ==
@@ -343,6 +360,7 @@ MOCK_EXPORT ncclResult_t ncclGroupStart() {
 MOCK_EXPORT ncclResult_t ncclSend(const void *in, size_t count,
                                   ncclDataType_t type, int peer,
                                   ncclComm_t comm, cudaStream_t stream) {
+  trace("ncclSend");
   if (groupDepth == 0)
     return fail("mock NCCL: send outside a group");
   comm->stream = reinterpret_cast<CUstream>(stream);
@@ -354,6 +372,7 @@ MOCK_EXPORT ncclResult_t ncclSend(const void *in, size_t count,
 MOCK_EXPORT ncclResult_t ncclRecv(void *out, size_t count, ncclDataType_t type,
                                   int peer, ncclComm_t comm,
                                   cudaStream_t stream) {
+  trace("ncclRecv");
   if (groupDepth == 0)
     return fail("mock NCCL: recv outside a group");
   comm->stream = reinterpret_cast<CUstream>(stream);

@@ -80,9 +80,14 @@ int main(int argc, char **argv) {
   expect(right, "mgpuMemset32, mgpuMemset16 and mgpuMemcpy to the host");
   for (i = 0; i < 64; ++i)
     halves[i] = (uint16_t)(i * 3);
+  /* Markers for MOCK_TRACE (cuda-mock.test): a copy to the device stays
+   * asynchronous, a copy into host memory waits for the stream. */
+  fprintf(stderr, "memcpy to device\n");
   mgpuMemcpy(device, halves, sizeof(halves), stream);
   memset(halves, 0, sizeof(halves));
+  fprintf(stderr, "memcpy to host\n");
   mgpuMemcpy(halves, device, sizeof(halves), stream);
+  fprintf(stderr, "memcpy done\n");
   tprt_synchronize(ctx);
   right = 1;
   for (i = 0; i < 64; ++i)

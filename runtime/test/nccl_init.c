@@ -1,6 +1,6 @@
 /* nccl_init.c - tprt_init on a GPU backend, from C.
  *
- *   tprt-nccl-init BACKEND [--alloc BYTES]
+ *   tprt-nccl-init BACKEND [--alloc BYTES | --collectives N [--mismatch]]
  *
  * Prints "init BACKEND: <status>: <message>" and exits 3 when tprt_init
  * fails (the no-driver, no-device and too-few-GPUs paths). Otherwise it
@@ -10,6 +10,14 @@
  * "FAILED:" line each and "nccl-init: N failed", exiting 1 if any failed.
  * With --alloc it only allocates BYTES with tprt_alloc and prints
  * "alloc: <status>: <message>" (exit 0 on success, 5 on failure).
+ * With --collectives it only runs N all_reduces of 4 floats over the world,
+ * writing "collective I" to stderr before the I-th, "collectives done" after
+ * the last, and one "all_reduce I: <status>" line each to stdout (exit 0 if
+ * all succeed, 6 otherwise); the mock NCCL and driver's MOCK_TRACE lines
+ * then fall between the markers (nccl-check.test). --mismatch adds one
+ * all_reduce where rank 0 passes [4] and the others [5], and prints
+ * "mismatch: <status>: <message>" (exit 7 unless it is
+ * TPRT_ERROR_MISMATCH: run it with the mismatch check on).
  */
 #include "tprt/tprt.h"
 
@@ -38,8 +46,17 @@ int main(int argc, char **argv) {
   tprt_group *world = NULL;
   int64_t shape[1] = {4};
 
-  if (argc != 2 && !(argc == 4 && strcmp(argv[2], "--alloc") == 0)) {
-    fprintf(stderr, "usage: tprt-nccl-init BACKEND [--alloc BYTES]\n");
+  int collectives = -1, mismatch = 0;
+  if (argc >= 4 && strcmp(argv[2], "--collectives") == 0) {
+    collectives = atoi(argv[3]);
+    mismatch = argc == 5 && strcmp(argv[4], "--mismatch") == 0;
+    if (argc > 5 || (argc == 5 && !mismatch))
+      collectives = -1;
+  }
+  if (argc != 2 && !(argc == 4 && strcmp(argv[2], "--alloc") == 0) &&
+      collectives < 0) {
+    fprintf(stderr, "usage: tprt-nccl-init BACKEND [--alloc BYTES | "
+                    "--collectives N [--mismatch]]\n");
     return 2;
   }
   status = tprt_init(argv[1], &ctx);
@@ -47,6 +64,39 @@ int main(int argc, char **argv) {
     printf("init %s: %s: %s\n", argv[1], tprt_status_name(status),
            tprt_last_error());
     return ctx == NULL ? 3 : 4;
+  }
+  if (collectives >= 0) {
+    int ok = 1;
+    int64_t mine[1];
+    tprt_rank(ctx, &rank);
+    tprt_group_world(ctx, &world);
+    for (i = 0; i < 8; ++i)
+      sum[i % 4] = (float)i;
+    if (tprt_alloc(ctx, 8 * sizeof(float), &dsum) != TPRT_OK ||
+        tprt_memcpy(ctx, dsum, sum, sizeof(sum)) != TPRT_OK) {
+      printf("alloc: %s\n", tprt_last_error());
+      return 6;
+    }
+    for (i = 0; i < collectives; ++i) {
+      fprintf(stderr, "collective %d\n", i);
+      status = tprt_all_reduce(ctx, world, TPRT_F32, TPRT_SUM, dsum, dsum, 1,
+                               shape, NULL);
+      printf("all_reduce %d: %s\n", i, tprt_status_name(status));
+      ok = ok && status == TPRT_OK;
+    }
+    fprintf(stderr, "collectives done\n");
+    if (mismatch) {
+      mine[0] = rank == 0 ? 4 : 5;
+      status = tprt_all_reduce(ctx, world, TPRT_F32, TPRT_SUM, dsum, dsum, 1,
+                               mine, NULL);
+      printf("mismatch: %s: %s\n", tprt_status_name(status),
+             status == TPRT_OK ? "" : tprt_last_error());
+      if (status != TPRT_ERROR_MISMATCH)
+        ok = 0;
+    }
+    tprt_free(ctx, dsum);
+    tprt_finalize(ctx);
+    return ok ? 0 : mismatch ? 7 : 6;
   }
   if (argc == 4) {
     void *block = NULL;

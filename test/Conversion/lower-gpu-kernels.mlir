@@ -97,11 +97,25 @@ func.func @row_max(%x: memref<2x4x8x1000xf32>, %m: memref<2x4x8xf32>) {
   return
 }
 
-// A bf16 row sum combines across threads in f32.
+// A bf16 row sum accumulates in f32: the partials start at the extended
+// neutral element, each element is extended before it is added, the
+// all-reduce combines f32 partials, and the sum with the initial value is
+// rounded to bf16 once, at the store.
 // CHECK-LABEL: func.func @row_sum_bf16
-// CHECK: %[[W:.*]] = arith.extf %{{.*}} : bf16 to f32
-// CHECK: %[[T:.*]] = gpu.all_reduce add %[[W]] uniform
-// CHECK: arith.truncf %[[T]] : f32 to bf16
+// CHECK: %[[Z:.*]] = arith.extf %{{.*}} : bf16 to f32
+// CHECK: %[[P:.*]] = scf.for %{{.*}} iter_args(%[[ACC:.*]] = %[[Z]]) -> (f32)
+// CHECK: %[[X:.*]] = memref.load %{{.*}} : memref<16x64xbf16>
+// CHECK: %[[XW:.*]] = arith.extf %[[X]] : bf16 to f32
+// CHECK: %[[S:.*]] = arith.addf %[[XW]], %[[ACC]] : f32
+// CHECK: scf.yield %[[S]] : f32
+// CHECK: %[[T:.*]] = gpu.all_reduce add %[[P]] uniform
+// CHECK-NEXT: } : (f32) -> f32
+// CHECK: %[[I:.*]] = memref.load %{{.*}} : memref<16xbf16>
+// CHECK: %[[IW:.*]] = arith.extf %[[I]] : bf16 to f32
+// CHECK: %[[R:.*]] = arith.addf %[[IW]], %[[T]] : f32
+// CHECK: %[[RB:.*]] = arith.truncf %[[R]] : f32 to bf16
+// CHECK: memref.store %[[RB]]
+// CHECK-NOT: -> (bf16)
 func.func @row_sum_bf16(%x: memref<16x64xbf16>, %s: memref<16xbf16>) {
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<16x64xbf16>) outs(%s : memref<16xbf16>) {
@@ -112,19 +126,114 @@ func.func @row_sum_bf16(%x: memref<16x64xbf16>, %s: memref<16xbf16>) {
   return
 }
 
-// A reduction over the leading dimension (a column sum) is not a row
-// reduction: one thread per output point, with a remark.
+// Norm statistics in bf16 (a sum of squares): the square is the region's,
+// in bf16, and only the accumulation is widened.
+// CHECK-LABEL: func.func @row_sumsq_bf16
+// CHECK: scf.for %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
+// CHECK: %[[SQ:.*]] = arith.mulf %{{.*}}, %{{.*}} : bf16
+// CHECK: %[[SQW:.*]] = arith.extf %[[SQ]] : bf16 to f32
+// CHECK: arith.addf %[[ACC]], %[[SQW]] : f32
+// CHECK: gpu.all_reduce add %{{.*}} uniform
+// CHECK-NEXT: } : (f32) -> f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK-NOT: -> (bf16)
+func.func @row_sumsq_bf16(%x: memref<16x64xbf16>, %s: memref<16xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<16x64xbf16>) outs(%s : memref<16xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %sq = arith.mulf %in, %in : bf16
+    %a = arith.addf %out, %sq : bf16
+    linalg.yield %a : bf16
+  }
+  return
+}
+
+// A bf16 softmax: the row maximum and the sum of exponentials both reduce
+// in f32 (max is exact either way; the sum is what needs it).
+// CHECK-LABEL: func.func @softmax_stats_bf16
+// CHECK: scf.for %{{.*}} -> (f32)
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: gpu.all_reduce maximumf %{{.*}} uniform
+// CHECK-NEXT: } : (f32) -> f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: scf.for %{{.*}} -> (f32)
+// CHECK: %[[E:.*]] = math.exp %{{.*}} : bf16
+// CHECK: %[[EW:.*]] = arith.extf %[[E]] : bf16 to f32
+// CHECK: arith.addf %[[EW]], %{{.*}} : f32
+// CHECK: gpu.all_reduce add %{{.*}} uniform
+// CHECK-NEXT: } : (f32) -> f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @softmax_stats_bf16(%x: memref<32x8xbf16>, %m: memref<32xbf16>, %s: memref<32xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x8xbf16>) outs(%m : memref<32xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %a = arith.maximumf %in, %out : bf16
+    linalg.yield %a : bf16
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %m : memref<32x8xbf16>, memref<32xbf16>) outs(%s : memref<32xbf16>) {
+  ^bb0(%in: bf16, %max: bf16, %out: bf16):
+    %d = arith.subf %in, %max : bf16
+    %e = math.exp %d : bf16
+    %a = arith.addf %e, %out : bf16
+    linalg.yield %a : bf16
+  }
+  return
+}
+
+// A reduction over the leading dimension (a column sum): blocks of 32
+// columns x 16 row threads (the 16 rows), partials in workgroup memory,
+// a tree of barrier-separated steps; no remark.
 // CHECK-LABEL: func.func @column_sum
-// CHECK: gpu.launch
+// CHECK: gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c16, %{{.*}} = %c1) workgroup(%[[WG:.*]] : memref<512xf32, #gpu.address_space<workgroup>>)
 // CHECK-NOT: gpu.all_reduce
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: scf.for %{{.*}} iter_args
 // CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %[[WG]]
+// CHECK: gpu.barrier
+// CHECK: gpu.barrier
 func.func @column_sum(%x: memref<16x64xf32>, %s: memref<64xf32>) {
-  // expected-remark @below {{reduction is not a row reduction with a known combiner: one thread per output point}}
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}
       ins(%x : memref<16x64xf32>) outs(%s : memref<64xf32>) {
   ^bb0(%in: f32, %out: f32):
     %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// A bf16 column sum accumulates in f32 too (partials, workgroup buffer),
+// truncated once at the store.
+// CHECK-LABEL: func.func @column_sum_bf16
+// CHECK: workgroup(%[[WG16:.*]] : memref<{{[0-9]+}}xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %{{.*}} -> (f32)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: gpu.barrier
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @column_sum_bf16(%x: memref<128x64xbf16>, %s: memref<64xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<128x64xbf16>) outs(%s : memref<64xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %a = arith.addf %in, %out : bf16
+    linalg.yield %a : bf16
+  }
+  return
+}
+
+// A reduction without a known combiner keeps the serial fallback: one
+// thread per output point, with a remark.
+// CHECK-LABEL: func.func @unknown_combiner
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.all_reduce
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: arith.subf
+func.func @unknown_combiner(%x: memref<16x64xf32>, %s: memref<64xf32>) {
+  // expected-remark @below {{reduction is not a row reduction with a known combiner: one thread per output point}}
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<16x64xf32>) outs(%s : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.subf %out, %in : f32
     linalg.yield %a : f32
   }
   return

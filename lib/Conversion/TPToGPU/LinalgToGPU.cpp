@@ -21,14 +21,26 @@
 //    shfl.sync.bfly within warps, a workgroup buffer and bar.sync across
 //    warps; 16-bit floats combine in f32); thread 0 combines the result
 //    with the output's initial value and stores it once.
-//  * Any other reduction (interleaved dimensions, unknown combiners,
-//    several coupled outputs): one thread per output point running the
-//    reduction loop serially, with a remark.
+//    f16/bf16 outputs accumulate in f32 throughout and are truncated once.
+//  * Column reduction (the innermost loop parallel, some reduction loop
+//    before it: linalg.reduce dimensions = [0], bias and norm-weight
+//    gradients) with such combiners: blocks of 32 x R threads (R = 8, or 32
+//    when the grid has under 128 blocks, at most the reduction length);
+//    threadIdx.x picks one of 32 neighbouring output points (coalesced
+//    loads), threadIdx.y a strided part of the reduction; the partials meet
+//    in workgroup memory and log2(R) barrier-separated tree steps combine
+//    them; row 0 folds in the initial value and stores.
+//  * Any other reduction (interleaved dimensions ending in a reduction,
+//    unknown combiners, several coupled outputs): one thread per output
+//    point running the reduction loop serially, with a remark.
 // Host side: memref.alloc / memref.dealloc become gpu.alloc / gpu.dealloc;
 // memref.copy becomes gpu.memcpy between contiguous buffers and a copy
 // kernel otherwise; memref.get_global gets a device copy (gpu.alloc +
-// gpu.memcpy, freed before each return). Host code may only compute views
-// of device buffers: a memref.load or memref.store left outside a kernel is
+// gpu.memcpy, freed before each return); a memref.load left on the host (a
+// top-level tensor.extract) becomes a one-thread kernel that copies the
+// element into a one-element device buffer, a gpu.memcpy of it into a host
+// alloca and a load from there, with a remark. Otherwise host code may only
+// compute views of device buffers: a memref.store left outside a kernel is
 // an error.
 //
 //===----------------------------------------------------------------------===//
@@ -131,7 +143,29 @@ struct RowCombiner {
   Operation *combiner;  // the region's op folding `out` into the row
   TypedAttr neutral;    // its neutral element
   gpu::AllReduceOperation kind;
+  unsigned outOperand;  // which operand of `combiner` is `out`
+  /// f16/bf16 outputs accumulate in f32: the per-thread partials, the
+  /// all-reduce and the fold of the initial value, truncated once.
+  bool widen() const {
+    Type t = combiner->getResult(0).getType();
+    return t.isF16() || t.isBF16();
+  }
 };
+
+/// `c`'s combiner on `acc` and `contribution`, in the type of `acc` (f32
+/// for a widened combiner, whose operands are extended first).
+Value combine(OpBuilder &b, Location loc, const RowCombiner &c, Value acc,
+              Value contribution) {
+  Type accType = acc.getType();
+  if (contribution.getType() != accType)
+    contribution = arith::ExtFOp::create(b, loc, accType, contribution);
+  IRMapping mapping;
+  mapping.map(c.combiner->getOperand(c.outOperand), acc);
+  mapping.map(c.combiner->getOperand(1 - c.outOperand), contribution);
+  Operation *folded = b.clone(*c.combiner, mapping);
+  folded->getResult(0).setType(accType);
+  return folded->getResult(0);
+}
 
 class KernelBuilder {
 public:
@@ -147,13 +181,18 @@ private:
   /// `outputs` (if non-empty) stand for the output block arguments.
   /// Returns the yielded values.
   SmallVector<Value> emitRegion(OpBuilder &b, ValueRange ivs,
-                                ValueRange outputs);
+                                ValueRange outputs,
+                                ArrayRef<Operation *> skip = {},
+                                IRMapping *mappingOut = nullptr);
   void storeResults(OpBuilder &b, ValueRange ivs, ValueRange values);
   SmallVector<Value> loadOutputs(OpBuilder &b, ValueRange ivs);
 
   LogicalResult buildParallel();
+  FailureOr<SmallVector<RowCombiner>> matchCombiners();
   FailureOr<SmallVector<RowCombiner>> matchRowReduction();
   LogicalResult buildRowReduction(ArrayRef<RowCombiner> combiners);
+  bool isColumnReduction() const;
+  LogicalResult buildColumnReduction(ArrayRef<RowCombiner> combiners);
   LogicalResult buildSerialReduction();
 
   linalg::LinalgOp op;
@@ -172,10 +211,13 @@ SmallVector<Value> KernelBuilder::operandIndices(OpBuilder &b,
 }
 
 SmallVector<Value> KernelBuilder::emitRegion(OpBuilder &b, ValueRange ivs,
-                                             ValueRange outputs) {
+                                             ValueRange outputs,
+                                             ArrayRef<Operation *> skip,
+                                             IRMapping *mappingOut) {
   Location loc = op.getLoc();
   Block *block = op.getBlock();
-  IRMapping mapping;
+  IRMapping local;
+  IRMapping &mapping = mappingOut ? *mappingOut : local;
   for (OpOperand *input : op.getDpsInputOperands()) {
     BlockArgument arg = op.getMatchingBlockArgument(input);
     if (arg.use_empty())
@@ -201,6 +243,8 @@ SmallVector<Value> KernelBuilder::emitRegion(OpBuilder &b, ValueRange ivs,
       mapping.map(idx.getResult(), ivs[idx.getDim()]);
       continue;
     }
+    if (llvm::is_contained(skip, &inner))
+      continue;
     b.clone(inner, mapping);
   }
   SmallVector<Value> yielded;
@@ -276,6 +320,10 @@ FailureOr<SmallVector<RowCombiner>> KernelBuilder::matchRowReduction() {
   for (auto [i, it] : llvm::enumerate(iterators))
     if ((i < numParallel) != (it == utils::IteratorType::parallel))
       return failure(); // reductions interleaved with parallel dimensions
+  return matchCombiners();
+}
+
+FailureOr<SmallVector<RowCombiner>> KernelBuilder::matchCombiners() {
   Block *block = op.getBlock();
   Operation *yield = block->getTerminator();
   SmallVector<BlockArgument> outArgs(op.getRegionOutputArgs());
@@ -296,7 +344,11 @@ FailureOr<SmallVector<RowCombiner>> KernelBuilder::matchRowReduction() {
                        ((type.isF16() || type.isBF16()) && isa<FloatType>(type));
     if (!kind || !neutral || !shuffleable)
       return failure();
-    combiners.push_back({combiner, *neutral, *kind});
+    unsigned outOperand = combiner->getOperand(0) == outArgs[i] ? 0 : 1;
+    if (combiner->getOperand(outOperand) != outArgs[i] ||
+        combiner->getOperand(0) == combiner->getOperand(1))
+      return failure();
+    combiners.push_back({combiner, *neutral, *kind, outOperand});
   }
   return combiners;
 }
@@ -320,10 +372,19 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
   SmallVector<Value> rowIvs =
       delinearize(b, loc, launch.getBlockIds().x, parallelRanges);
 
-  // Per-thread partials over a strided part of the row.
+  // Per-thread partials over a strided part of the row; f16/bf16 outputs
+  // accumulate in f32 (their combiner is emitted on f32, the contribution
+  // extended to it).
   SmallVector<Value> neutrals;
-  for (const RowCombiner &c : combiners)
-    neutrals.push_back(arith::ConstantOp::create(b, loc, c.neutral));
+  SmallVector<Operation *> widened;
+  for (const RowCombiner &c : combiners) {
+    Value neutral = arith::ConstantOp::create(b, loc, c.neutral);
+    if (c.widen()) {
+      neutral = arith::ExtFOp::create(b, loc, b.getF32Type(), neutral);
+      widened.push_back(c.combiner);
+    }
+    neutrals.push_back(neutral);
+  }
   auto loop = scf::ForOp::create(b, loc, tid, index(b, loc, rowLength),
                                  index(b, loc, threads), neutrals);
   {
@@ -333,29 +394,29 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
     SmallVector<Value> redIvs =
         delinearize(b, loc, loop.getInductionVar(), reductionRanges);
     ivs.append(redIvs);
-    SmallVector<Value> next = emitRegion(b, ivs, loop.getRegionIterArgs());
+    IRMapping mapping;
+    SmallVector<Value> next =
+        emitRegion(b, ivs, loop.getRegionIterArgs(), widened, &mapping);
+    for (auto [i, c] : llvm::enumerate(combiners))
+      if (c.widen())
+        next[i] = combine(
+            b, loc, c, loop.getRegionIterArgs()[i],
+            mapping.lookup(c.combiner->getOperand(1 - c.outOperand)));
     scf::YieldOp::create(b, loc, next);
   }
 
   // Across the block.
   SmallVector<Value> totals;
-  for (auto [c, partial] : llvm::zip(combiners, loop.getResults())) {
-    Value v = partial;
-    Type type = v.getType();
-    bool widen = type.isF16() || type.isBF16();
-    if (widen)
-      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-    Value total =
+  for (auto [c, partial] : llvm::zip(combiners, loop.getResults()))
+    totals.push_back(
         gpu::AllReduceOp::create(
-            b, loc, v, gpu::AllReduceOperationAttr::get(b.getContext(), c.kind),
+            b, loc, partial,
+            gpu::AllReduceOperationAttr::get(b.getContext(), c.kind),
             b.getUnitAttr())
-            .getResult();
-    if (widen)
-      total = arith::TruncFOp::create(b, loc, type, total);
-    totals.push_back(total);
-  }
+            .getResult());
 
-  // Thread 0 folds in the initial value and stores the row's result.
+  // Thread 0 folds in the initial value and stores the row's result
+  // (rounded once to the output's type).
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                       index(b, loc, 0));
   auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
@@ -366,10 +427,175 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
   SmallVector<Value> initial = loadOutputs(b, ivs);
   SmallVector<Value> results;
   for (auto [c, init, total] : llvm::zip(combiners, initial, totals)) {
+    Value r = combine(b, loc, c, total, init);
+    if (c.widen())
+      r = arith::TruncFOp::create(b, loc, init.getType(), r);
+    results.push_back(r);
+  }
+  storeResults(b, ivs, results);
+  return success();
+}
+
+/// A column reduction: the innermost loop is parallel (so neighbouring
+/// threads read neighbouring elements) and some reduction loop comes
+/// before it, e.g. linalg.reduce dimensions = [0] (bias and norm-weight
+/// gradients summed over tokens).
+bool KernelBuilder::isColumnReduction() const {
+  SmallVector<utils::IteratorType> iterators =
+      const_cast<linalg::LinalgOp &>(op).getIteratorTypesArray();
+  if (iterators.empty() || iterators.back() != utils::IteratorType::parallel ||
+      !llvm::is_contained(iterators, utils::IteratorType::reduction))
+    return false;
+  int64_t outputs = 1;
+  for (auto [d, it] : llvm::enumerate(iterators))
+    if (it == utils::IteratorType::parallel)
+      outputs *= ranges[d];
+  return ceilDiv(outputs, kWarp) <= kMaxBlocks;
+}
+
+/// Column reductions: blocks of kWarp x rowsY threads. threadIdx.x picks
+/// one of kWarp consecutive output points (coalesced loads), threadIdx.y a
+/// strided part of the reduction; the partials meet in workgroup memory
+/// and a tree of log2(rowsY) barrier-separated steps combines them; row 0
+/// folds in the initial value and stores. The grid is the output points
+/// over kWarp. f16/bf16 accumulate in f32 as in row reductions.
+LogicalResult
+KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> parallelRanges, reductionRanges;
+  SmallVector<unsigned> parallelDims, reductionDims;
+  for (auto [d, it] : llvm::enumerate(iterators)) {
+    if (it == utils::IteratorType::parallel) {
+      parallelRanges.push_back(ranges[d]);
+      parallelDims.push_back(d);
+    } else {
+      reductionRanges.push_back(ranges[d]);
+      reductionDims.push_back(d);
+    }
+  }
+  int64_t outputs = product(parallelRanges);
+  int64_t length = product(reductionRanges);
+  int64_t blocks = ceilDiv(outputs, kWarp);
+  // Few blocks: more threads per column, so that the reduction still
+  // spreads over the GPU; never more rows than the reduction has.
+  int64_t rowsY = blocks >= 128 ? 8 : 32;
+  rowsY = std::min<int64_t>(rowsY,
+                            std::max<int64_t>(2, llvm::PowerOf2Ceil(length)));
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value one = index(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, index(b, loc, blocks), one, one,
+                                      index(b, loc, kWarp),
+                                      index(b, loc, rowsY), one);
+  SmallVector<Value> shared;
+  for (const RowCombiner &c : combiners) {
+    Type acc = c.widen() ? b.getF32Type() : c.combiner->getResult(0).getType();
+    auto type = MemRefType::get(
+        {rowsY * kWarp}, acc, MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(b.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    shared.push_back(launch.addWorkgroupAttribution(type, loc));
+  }
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToEnd(&body);
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&body);
+
+  Value tx = launch.getThreadIds().x;
+  Value ty = launch.getThreadIds().y;
+  Value point = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            index(b, loc, kWarp)),
+      tx);
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        point, index(b, loc, outputs));
+  // Out-of-range columns fold nothing but still reach every barrier.
+  Value safePoint =
+      arith::SelectOp::create(b, loc, inRange, point, index(b, loc, 0));
+  Value upper = arith::SelectOp::create(b, loc, inRange, index(b, loc, length),
+                                        index(b, loc, 0));
+  SmallVector<Value> pIvs = delinearize(b, loc, safePoint, parallelRanges);
+
+  SmallVector<Value> neutrals;
+  SmallVector<Operation *> widened;
+  for (const RowCombiner &c : combiners) {
+    Value neutral = arith::ConstantOp::create(b, loc, c.neutral);
+    if (c.widen()) {
+      neutral = arith::ExtFOp::create(b, loc, b.getF32Type(), neutral);
+      widened.push_back(c.combiner);
+    }
+    neutrals.push_back(neutral);
+  }
+  auto loop = scf::ForOp::create(b, loc, ty, upper, index(b, loc, rowsY),
+                                 neutrals);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> ivs(ranges.size());
+    for (auto [d, v] : llvm::zip(parallelDims, pIvs))
+      ivs[d] = v;
+    SmallVector<Value> rIvs =
+        delinearize(b, loc, loop.getInductionVar(), reductionRanges);
+    for (auto [d, v] : llvm::zip(reductionDims, rIvs))
+      ivs[d] = v;
     IRMapping mapping;
-    mapping.map(c.combiner->getOperand(0), init);
-    mapping.map(c.combiner->getOperand(1), total);
-    results.push_back(b.clone(*c.combiner, mapping)->getResult(0));
+    SmallVector<Value> next =
+        emitRegion(b, ivs, loop.getRegionIterArgs(), widened, &mapping);
+    for (auto [i, c] : llvm::enumerate(combiners))
+      if (c.widen())
+        next[i] = combine(
+            b, loc, c, loop.getRegionIterArgs()[i],
+            mapping.lookup(c.combiner->getOperand(1 - c.outOperand)));
+    scf::YieldOp::create(b, loc, next);
+  }
+
+  // The partials into workgroup memory, then the tree over threadIdx.y.
+  Value slot = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, ty, index(b, loc, kWarp)), tx);
+  for (auto [buffer, partial] : llvm::zip(shared, loop.getResults()))
+    memref::StoreOp::create(b, loc, partial, buffer, slot);
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t half = rowsY / 2; half >= 1; half /= 2) {
+    Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ty,
+                                         index(b, loc, half));
+    auto step = scf::IfOp::create(b, loc, active, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&step.getThenRegion().front());
+      Value other =
+          arith::AddIOp::create(b, loc, slot, index(b, loc, half * kWarp));
+      for (auto [c, buffer] : llvm::zip(combiners, shared)) {
+        Value mine = memref::LoadOp::create(b, loc, buffer, slot);
+        Value theirs = memref::LoadOp::create(b, loc, buffer, other);
+        memref::StoreOp::create(b, loc, combine(b, loc, c, mine, theirs),
+                                buffer, slot);
+      }
+    }
+    gpu::BarrierOp::create(b, loc);
+  }
+
+  // Row 0 of an in-range column folds in the initial value and stores.
+  Value first = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ty,
+                            index(b, loc, 0)),
+      inRange);
+  auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+  b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+  SmallVector<Value> ivs(ranges.size());
+  for (auto [d, v] : llvm::zip(parallelDims, pIvs))
+    ivs[d] = v;
+  for (unsigned d : reductionDims)
+    ivs[d] = index(b, loc, 0); // outputs do not read reduction dims
+  SmallVector<Value> initial = loadOutputs(b, ivs);
+  SmallVector<Value> results;
+  for (auto [c, init, buffer] : llvm::zip(combiners, initial, shared)) {
+    Value total = memref::LoadOp::create(b, loc, buffer, tx);
+    Value r = combine(b, loc, c, total, init);
+    if (c.widen())
+      r = arith::TruncFOp::create(b, loc, init.getType(), r);
+    results.push_back(r);
   }
   storeResults(b, ivs, results);
   return success();
@@ -441,6 +667,13 @@ LogicalResult KernelBuilder::build() {
                  matchRowReduction();
              succeeded(combiners)) {
     result = buildRowReduction(*combiners);
+  } else if (FailureOr<SmallVector<RowCombiner>> combiners = matchCombiners();
+             succeeded(combiners) && isColumnReduction() &&
+             llvm::all_of(*combiners, [](const RowCombiner &c) {
+               Type t = c.combiner->getResult(0).getType();
+               return t.isIntOrFloat();
+             })) {
+    result = buildColumnReduction(*combiners);
   } else {
     op->emitRemark() << "reduction is not a row reduction with a known "
                         "combiner: one thread per output point";
@@ -515,6 +748,33 @@ static LogicalResult moveHostToDevice(func::FuncOp fn) {
       gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), device.getMemref(),
                             global.getResult());
       globalsOnDevice.push_back(device.getMemref());
+    } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      // A host-side read of one element (a top-level tensor.extract): a
+      // one-thread kernel copies it into a one-element device buffer, which
+      // is copied into host memory and read there. The runtime's mgpuMemcpy
+      // into host memory completes before it returns (docs/runtime.md).
+      load->emitRemark()
+          << "reads one element of a device buffer on the host: a one-thread "
+             "kernel and a device-to-host copy, which waits for the stream";
+      auto one = MemRefType::get({1}, load.getType());
+      Value zero = index(b, loc, 0);
+      auto staging = gpu::AllocOp::create(b, loc, one, Type(), ValueRange(),
+                                          ValueRange(), ValueRange(), false);
+      {
+        OpBuilder::InsertionGuard g(b);
+        createLaunch(b, loc, 1, 1);
+        Value v = memref::LoadOp::create(b, loc, load.getMemRef(),
+                                         load.getIndices());
+        memref::StoreOp::create(b, loc, v, staging.getMemref(), zero);
+      }
+      auto host = memref::AllocaOp::create(b, loc, one);
+      gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), host,
+                            staging.getMemref());
+      Value v = memref::LoadOp::create(b, loc, host, zero);
+      gpu::DeallocOp::create(b, loc, Type(), ValueRange(),
+                             staging.getMemref());
+      load.replaceAllUsesWith(v);
+      load.erase();
     } else {
       return op->emitOpError()
              << "accesses memory on the host, where every buffer is a device "

@@ -80,6 +80,27 @@ tprt_status checkLeadingDimension(const char *name, int64_t ld, int64_t columns,
   return TPRT_OK;
 }
 
+/// Whether collectives run the mismatch check (docs/runtime.md, "The
+/// mismatch check"): TPRT_CHECK_COLLECTIVES=1/0 forces it on/off; otherwise
+/// TPRT_CHECK=0 turns it off; otherwise it is on for the CPU backends and
+/// cuda-shared (a small host allgather) and off for nccl, where the header
+/// exchange is an extra NCCL all-gather and a stream synchronization per
+/// collective.
+bool checkCollectivesByDefault(const char *backendName) {
+  auto flag = [](const char *name) -> int {
+    const char *value = std::getenv(name);
+    if (!value || !*value)
+      return -1;
+    return std::strcmp(value, "0") == 0 ? 0 : 1;
+  };
+  int forced = flag("TPRT_CHECK_COLLECTIVES");
+  if (forced >= 0)
+    return forced == 1;
+  if (flag("TPRT_CHECK") == 0)
+    return false;
+  return std::strcmp(backendName, "nccl") != 0;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -102,8 +123,7 @@ TPRT_EXPORT tprt_status tprt_init(const char *backend, tprt_context **out) {
     auto ctx = std::make_unique<tprt_context>();
     if (tprt_status status = createBackend(name, ctx->backend))
       return status;
-    const char *check = std::getenv("TPRT_CHECK");
-    ctx->check = !(check && std::strcmp(check, "0") == 0);
+    ctx->check = checkCollectivesByDefault(ctx->backend->name());
     ctx->timerStart = Clock::now();
 
     for (Scratch &scratch : ctx->scratch)

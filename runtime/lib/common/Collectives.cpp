@@ -5,13 +5,15 @@
 //  1. Check the arguments locally (dtype, reduction, shape, dimensions,
 //     divisibility by the group size, pointers, overlap). A failure is not
 //     returned yet: it is recorded in the call header.
-//  2. The mismatch check (unless TPRT_CHECK=0): the members allgather their
+//  2. The mismatch check (on by default except on nccl, where it is a debug
+//     mode: TPRT_CHECK_COLLECTIVES=1; TPRT_CHECK=0 or TPRT_CHECK_COLLECTIVES=0
+//     turns it off everywhere, see Api.cpp): the members allgather their
 //     fixed-size CallHeader (kind, dtype, reduction, shape, dimensions,
 //     argument-check status). A rank whose own check failed returns its
 //     error; the others return TPRT_ERROR_MISMATCH naming it; if the calls
 //     differ, every rank returns TPRT_ERROR_MISMATCH naming the first pair
 //     that differs. So all members fail together and no data moves. With
-//     TPRT_CHECK=0 a local failure returns at once (its peers then wait in
+//     the check off a local failure returns at once (its peers then wait in
 //     the collective) and mismatched calls are undefined behaviour.
 //  3. Pack for non-leading dimensions (Layout.h), call the backend on
 //     contiguous blocks, unpack. Packing runs through the backend's copy2D()

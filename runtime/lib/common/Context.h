@@ -86,7 +86,8 @@ struct tprt_context {
   std::unique_ptr<tprt::Backend> backend;
   std::map<std::vector<int>, std::unique_ptr<tprt_group>> groups;
   tprt_group *world = nullptr;
-  /// Exchange a call header before every collective (TPRT_CHECK, default 1).
+  /// Exchange a call header before every collective (TPRT_CHECK_COLLECTIVES,
+  /// TPRT_CHECK; default on except on nccl, see Api.cpp).
   bool check = true;
   tprt_stats stats = {};
   tprt::Clock::time_point timerStart;

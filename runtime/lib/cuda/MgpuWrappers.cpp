@@ -238,12 +238,26 @@ MGPU_EXPORT void mgpuMemFree(void *ptr, CUstream stream) {
               "cuMemFreeAsync");
 }
 
+// A copy into host memory that is not the driver's (a compiled model's
+// stack or heap: the element a host-side tensor.extract reads, see
+// docs/passes/lower-gpu.md) completes before returning, since the host
+// reads it next and the rank's stream is never synchronized by
+// mgpuStreamSynchronize. Copies into device, managed or pinned memory stay
+// asynchronous.
 MGPU_EXPORT void mgpuMemcpy(void *dst, void *src, size_t sizeBytes,
                             CUstream stream) {
   Device &device = deviceOrExit("mgpuMemcpy");
-  checkOrExit(cuMemcpyAsync(CUdeviceptr(dst), CUdeviceptr(src), sizeBytes,
-                            streamOr(stream, device)),
-              "cuMemcpyAsync");
+  CUstream s = streamOr(stream, device);
+  checkOrExit(
+      cuMemcpyAsync(CUdeviceptr(dst), CUdeviceptr(src), sizeBytes, s),
+      "cuMemcpyAsync");
+  if (!sizeBytes)
+    return;
+  CUmemorytype type = CUmemorytype(0);
+  CUresult known = cuPointerGetAttribute(
+      &type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CUdeviceptr(dst));
+  if (known != CUDA_SUCCESS || type == CU_MEMORYTYPE_HOST)
+    checkOrExit(cuStreamSynchronize(s), "cuStreamSynchronize");
 }
 
 MGPU_EXPORT void mgpuMemset32(void *dst, unsigned int value, size_t count,
