@@ -194,12 +194,33 @@ private:
   bool isColumnReduction() const;
   LogicalResult buildColumnReduction(ArrayRef<RowCombiner> combiners);
   LogicalResult buildSerialReduction();
+  /// The loops by kind: parallel ranges, reduction ranges, and their loop
+  /// numbers, each in loop order.
+  struct Loops {
+    SmallVector<int64_t> parallelRanges, reductionRanges;
+    SmallVector<unsigned> parallelDims, reductionDims;
+  };
+  Loops splitLoops();
 
   linalg::LinalgOp op;
   SmallVector<int64_t> ranges;
 };
 
 } // namespace
+
+KernelBuilder::Loops KernelBuilder::splitLoops() {
+  Loops loops;
+  for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
+    if (it == utils::IteratorType::parallel) {
+      loops.parallelRanges.push_back(ranges[d]);
+      loops.parallelDims.push_back(d);
+    } else {
+      loops.reductionRanges.push_back(ranges[d]);
+      loops.reductionDims.push_back(d);
+    }
+  }
+  return loops;
+}
 
 SmallVector<Value> KernelBuilder::operandIndices(OpBuilder &b,
                                                  OpOperand &operand,
@@ -461,18 +482,11 @@ bool KernelBuilder::isColumnReduction() const {
 /// over kWarp. f16/bf16 accumulate in f32 as in row reductions.
 LogicalResult
 KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  SmallVector<int64_t> parallelRanges, reductionRanges;
-  SmallVector<unsigned> parallelDims, reductionDims;
-  for (auto [d, it] : llvm::enumerate(iterators)) {
-    if (it == utils::IteratorType::parallel) {
-      parallelRanges.push_back(ranges[d]);
-      parallelDims.push_back(d);
-    } else {
-      reductionRanges.push_back(ranges[d]);
-      reductionDims.push_back(d);
-    }
-  }
+  Loops loops = splitLoops();
+  SmallVector<int64_t> &parallelRanges = loops.parallelRanges;
+  SmallVector<int64_t> &reductionRanges = loops.reductionRanges;
+  SmallVector<unsigned> &parallelDims = loops.parallelDims;
+  SmallVector<unsigned> &reductionDims = loops.reductionDims;
   int64_t outputs = product(parallelRanges);
   int64_t length = product(reductionRanges);
   int64_t blocks = ceilDiv(outputs, kWarp);
@@ -602,18 +616,11 @@ KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
 }
 
 LogicalResult KernelBuilder::buildSerialReduction() {
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  SmallVector<int64_t> parallelRanges, reductionRanges;
-  SmallVector<unsigned> parallelDims, reductionDims;
-  for (auto [d, it] : llvm::enumerate(iterators)) {
-    if (it == utils::IteratorType::parallel) {
-      parallelRanges.push_back(ranges[d]);
-      parallelDims.push_back(d);
-    } else {
-      reductionRanges.push_back(ranges[d]);
-      reductionDims.push_back(d);
-    }
-  }
+  Loops loops = splitLoops();
+  SmallVector<int64_t> &parallelRanges = loops.parallelRanges;
+  SmallVector<int64_t> &reductionRanges = loops.reductionRanges;
+  SmallVector<unsigned> &parallelDims = loops.parallelDims;
+  SmallVector<unsigned> &reductionDims = loops.reductionDims;
   int64_t total = product(parallelRanges);
   int64_t threads = threadsFor(total);
   int64_t blocks = std::min(kMaxBlocks, ceilDiv(total, threads));
