@@ -9,6 +9,12 @@
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 report=/nonexistent-dir/r.json" 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 param-share=0.5" 2>&1 | FileCheck %s --check-prefix=SHARE
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 large-constant-bytes=0" 2>&1 | FileCheck %s --check-prefix=CONST
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 mesh-axes=dp=2,tp=2" 2>&1 | FileCheck %s --check-prefix=AXES-TP
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="mesh-axes=dp=2,tp" 2>&1 | FileCheck %s --check-prefix=AXES-SYNTAX
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="mesh-axes=dp=0" 2>&1 | FileCheck %s --check-prefix=AXES-ZERO
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="mesh-axes=tp=2,tp=4" 2>&1 | FileCheck %s --check-prefix=AXES-TWICE
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 batch-axis=dp" 2>&1 | FileCheck %s --check-prefix=BATCH-AXIS
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="mesh-axes=dp=3,tp=2 batch-axis=dp" 2>&1 | FileCheck %s --check-prefix=BATCH-DIV
 // RUN: %expect-exit 0 tp-opt %s --tp-propagate="tp=4 memory-budget=1Gi device=a100-nvlink sequence-parallel=off" -o /dev/null
 
 // NEG: error: tp-propagate: tp=-2 must be at least 1
@@ -21,6 +27,12 @@
 // CONST: error: tp-propagate: large-constant-bytes=0 must be at least 1
 // PARSE: for the --tp option: 'two' value invalid for long argument
 // REPORT: error: tp-propagate: cannot write report '/nonexistent-dir/r.json'
+// AXES-TP: error: tp-propagate: tp=4 and mesh-axes=dp=2,tp=2 both give a mesh; drop one
+// AXES-SYNTAX: error: tp-propagate: mesh-axes='dp=2,tp': 'tp' is not NAME=SIZE with a size from 1 to 1048576
+// AXES-ZERO: error: tp-propagate: mesh-axes='dp=0': 'dp=0' is not NAME=SIZE with a size from 1 to 1048576
+// AXES-TWICE: error: tp-propagate: mesh-axes='tp=2,tp=4' names axis "tp" twice
+// BATCH-AXIS: error: tp-propagate: batch-axis=dp is not an axis of mesh @tp
+// BATCH-DIV: error: tp-propagate: batch-axis=dp: dimension 0 of argument #0 of 'f' has size 8, which mesh axis "dp" (3) does not divide
 
 func.func @f(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %y = math.exp %x : tensor<8x8xf32>

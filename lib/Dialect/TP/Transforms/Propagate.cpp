@@ -79,6 +79,54 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
       return emitError(module.getLoc())
              << "tp-propagate: tp=" << int64_t(tp) << " is more than "
              << kMaxDevices << " devices";
+    if (!meshAxes.empty()) {
+      if (tp > 0)
+        return emitError(module.getLoc())
+               << "tp-propagate: tp=" << int64_t(tp) << " and mesh-axes="
+               << meshAxes << " both give a mesh; drop one";
+      if (!meshes.empty())
+        return meshes.front().emitError()
+               << "tp-propagate: mesh-axes=" << meshAxes
+               << " given but the module declares mesh @"
+               << meshes.front().getSymName() << "; drop one of the two";
+      SmallVector<StringRef> names;
+      SmallVector<int64_t> sizes;
+      SmallVector<StringRef> items;
+      StringRef(meshAxes).split(items, ',');
+      for (StringRef item : items) {
+        auto [name, size] = item.trim().split('=');
+        name = name.trim();
+        int64_t n = 0;
+        if (name.empty() || size.trim().getAsInteger(10, n) || n < 1 ||
+            n > kMaxDevices)
+          return emitError(module.getLoc())
+                 << "tp-propagate: mesh-axes='" << meshAxes
+                 << "': '" << item.trim()
+                 << "' is not NAME=SIZE with a size from 1 to " << kMaxDevices;
+        if (llvm::is_contained(names, name))
+          return emitError(module.getLoc())
+                 << "tp-propagate: mesh-axes='" << meshAxes << "' names axis \""
+                 << name << "\" twice";
+        names.push_back(name);
+        sizes.push_back(n);
+      }
+      int64_t devices = 1;
+      for (int64_t n : sizes)
+        devices *= n;
+      if (devices > kMaxDevices)
+        return emitError(module.getLoc())
+               << "tp-propagate: mesh-axes='" << meshAxes << "' has " << devices
+               << " devices, more than " << kMaxDevices;
+      if (module.lookupSymbol("mesh"))
+        return emitError(module.getLoc())
+               << "tp-propagate: mesh-axes needs the symbol @mesh for its "
+                  "mesh, which is taken";
+      OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
+      return MeshOp::create(builder, module.getLoc(),
+                            builder.getStringAttr("mesh"),
+                            builder.getStrArrayAttr(names),
+                            builder.getDenseI64ArrayAttr(sizes));
+    }
     if (tp > 0) {
       // A module that already declares the same mesh (e.g. for its pins).
       if (meshes.size() == 1 && meshes.front().getSymName() == "tp" &&
@@ -115,6 +163,46 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
              << "tp-propagate: the module declares " << meshes.size()
              << " meshes; choose one with mesh=NAME";
     return meshes.front();
+  }
+
+  /// batch-axis=AXIS: every tensor argument that is not a parameter and
+  /// has no tp.layout gets its first dimension split over AXIS.
+  LogicalResult pinBatchAxis(ModuleOp module, MeshOp mesh) {
+    if (batchAxis.empty())
+      return success();
+    std::optional<int64_t> size = mesh.getAxisSize(batchAxis);
+    if (!size)
+      return emitError(module.getLoc())
+             << "tp-propagate: batch-axis=" << batchAxis << " is not an axis of mesh @"
+             << mesh.getSymName();
+    FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+    StringAttr axis = StringAttr::get(module.getContext(), batchAxis);
+    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+        auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+        if (!type || type.getRank() == 0 ||
+            func.getArgAttr(i, TPDialect::getParamAttrName()) ||
+            func.getArgAttr(i, TPDialect::getLayoutAttrName()))
+          continue;
+        int64_t batch = type.getDimSize(0);
+        if (ShapedType::isDynamic(batch) || batch % *size != 0)
+          return emitError(func.getLoc())
+                 << "tp-propagate: batch-axis=" << batchAxis
+                 << ": dimension 0 of argument #" << i << " of '"
+                 << func.getSymName() << "' has size "
+                 << (ShapedType::isDynamic(batch) ? std::string("?")
+                                                  : std::to_string(batch))
+                 << ", which mesh axis \"" << batchAxis << "\" (" << *size
+                 << ") does not divide";
+        SmallVector<SmallVector<StringAttr>> dims(type.getRank());
+        dims[0].push_back(axis);
+        func.setArgAttr(i, TPDialect::getLayoutAttrName(),
+                        LayoutAttr::get(module.getContext(), meshRef, dims));
+      }
+    }
+    return success();
   }
 
   FailureOr<PlannerOptions> resolveOptions(ModuleOp module) {
@@ -199,6 +287,9 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
       return signalPassFailure();
     FailureOr<MeshOp> mesh = resolveMesh(module);
     if (failed(mesh))
+      return signalPassFailure();
+
+    if (failed(pinBatchAxis(module, *mesh)))
       return signalPassFailure();
 
     CostModel costModel(options->device);

@@ -18,6 +18,8 @@ void mlir::tp::buildShardPipeline(OpPassManager &pm,
   PropagatePassOptions propagate;
   propagate.tp = options.tp;
   propagate.meshName = options.mesh;
+  propagate.meshAxes = options.meshAxes;
+  propagate.batchAxis = options.batchAxis;
   propagate.device = options.device;
   propagate.linkBandwidth = options.linkBandwidth;
   propagate.linkLatency = options.linkLatency;

@@ -44,6 +44,15 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
   Option<std::string> mesh{*this, "mesh",
                            llvm::cl::desc("The tp.mesh to plan for"),
                            llvm::cl::init("")};
+  Option<std::string> meshAxes{
+      *this, "mesh-axes",
+      llvm::cl::desc("A mesh from the command line, e.g. dp=8,tp=8"),
+      llvm::cl::init("")};
+  Option<std::string> batchAxis{
+      *this, "batch-axis",
+      llvm::cl::desc("Split non-parameter inputs' first dimension over this "
+                     "axis"),
+      llvm::cl::init("")};
   Option<std::string> device{*this, "device",
                              llvm::cl::desc("Device profile"),
                              llvm::cl::init("h100-nvlink")};

@@ -48,6 +48,14 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
            "(creates tp.mesh @tp; 0: use the module's mesh)">,
     Option<"meshName", "mesh", "std::string", /*default=*/"\"\"",
            "The tp.mesh to plan for when the module declares several">,
+    Option<"meshAxes", "mesh-axes", "std::string", /*default=*/"\"\"",
+           "A mesh from the command line: named axes and sizes, major first, "
+           "e.g. \"dp=8,tp=8\" (creates tp.mesh @mesh; not with tp=N or a "
+           "mesh in the module)">,
+    Option<"batchAxis", "batch-axis", "std::string", /*default=*/"\"\"",
+           "Split the first dimension of every tensor argument that is not "
+           "a parameter and has no tp.layout over this mesh axis (data "
+           "parallelism: the batch)">,
     Option<"device", "device", "std::string", /*default=*/"\"h100-nvlink\"",
            "Device profile: h100-nvlink, h200-nvlink, a100-nvlink, h100-pcie">,
     Option<"linkBandwidth", "link-bandwidth", "double", /*default=*/"0",
