@@ -152,6 +152,24 @@ struct RowCombiner {
   }
 };
 
+/// The initial accumulators of `combiners` (their neutral elements, in f32
+/// for widened ones); the widened combiners are appended to `widened`, which
+/// emitRegion then skips (combine folds them in f32).
+SmallVector<Value> accumulatorInits(OpBuilder &b, Location loc,
+                                    ArrayRef<RowCombiner> combiners,
+                                    SmallVectorImpl<Operation *> &widened) {
+  SmallVector<Value> neutrals;
+  for (const RowCombiner &c : combiners) {
+    Value neutral = arith::ConstantOp::create(b, loc, c.neutral);
+    if (c.widen()) {
+      neutral = arith::ExtFOp::create(b, loc, b.getF32Type(), neutral);
+      widened.push_back(c.combiner);
+    }
+    neutrals.push_back(neutral);
+  }
+  return neutrals;
+}
+
 /// `c`'s combiner on `acc` and `contribution`, in the type of `acc` (f32
 /// for a widened combiner, whose operands are extended first).
 Value combine(OpBuilder &b, Location loc, const RowCombiner &c, Value acc,
@@ -396,16 +414,8 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
   // Per-thread partials over a strided part of the row; f16/bf16 outputs
   // accumulate in f32 (their combiner is emitted on f32, the contribution
   // extended to it).
-  SmallVector<Value> neutrals;
   SmallVector<Operation *> widened;
-  for (const RowCombiner &c : combiners) {
-    Value neutral = arith::ConstantOp::create(b, loc, c.neutral);
-    if (c.widen()) {
-      neutral = arith::ExtFOp::create(b, loc, b.getF32Type(), neutral);
-      widened.push_back(c.combiner);
-    }
-    neutrals.push_back(neutral);
-  }
+  SmallVector<Value> neutrals = accumulatorInits(b, loc, combiners, widened);
   auto loop = scf::ForOp::create(b, loc, tid, index(b, loc, rowLength),
                                  index(b, loc, threads), neutrals);
   {
@@ -531,16 +541,8 @@ KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
                                         index(b, loc, 0));
   SmallVector<Value> pIvs = delinearize(b, loc, safePoint, parallelRanges);
 
-  SmallVector<Value> neutrals;
   SmallVector<Operation *> widened;
-  for (const RowCombiner &c : combiners) {
-    Value neutral = arith::ConstantOp::create(b, loc, c.neutral);
-    if (c.widen()) {
-      neutral = arith::ExtFOp::create(b, loc, b.getF32Type(), neutral);
-      widened.push_back(c.combiner);
-    }
-    neutrals.push_back(neutral);
-  }
+  SmallVector<Value> neutrals = accumulatorInits(b, loc, combiners, widened);
   auto loop = scf::ForOp::create(b, loc, ty, upper, index(b, loc, rowsY),
                                  neutrals);
   {
