@@ -18,6 +18,8 @@
 
 #include "tp/Analysis/Rematerialize.h"
 
+#include "tp/Analysis/CostModel.h"
+
 #include "tp/Dialect/TP/IR/TPDialect.h"
 #include "tp/Dialect/TP/IR/TPOps.h"
 
@@ -39,14 +41,11 @@ static int64_t storedBytes(arith::ConstantOp constant) {
   auto type = dyn_cast<RankedTensorType>(constant.getType());
   if (!type || !type.hasStaticShape())
     return 0;
-  if (auto elements = dyn_cast<ElementsAttr>(constant.getValue()))
-    if (auto dense = dyn_cast<DenseElementsAttr>(elements); dense &&
-                                                             dense.isSplat())
-      return 0;
-  int64_t bits = type.getElementType().isIntOrFloat()
-                     ? type.getElementType().getIntOrFloatBitWidth()
-                     : 64;
-  return type.getNumElements() * std::max<int64_t>(1, bits / 8);
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (dense && dense.isSplat())
+    return 0;
+  // The planner's own measure of a weight baked in (PlannerNodes.cpp).
+  return type.getNumElements() * getElementBytes(type.getElementType());
 }
 
 RematerializeStats
