@@ -16,7 +16,8 @@
 //                                masks (tensors or linalg.index compares)
 //   C  = contract_d(Q, K)        a view of C feeds f_1
 //
-// "Views" are collapse_shape, expand_shape, linalg.transpose, linalg.broadcast
+// "Views" are collapse_shape, expand_shape, static unit-stride extract_slice,
+// linalg.transpose, linalg.broadcast
 // and copy/broadcast generics (GQA's expanded K and V). Every tensor the kernel
 // reads is described by an Access: its source (the value where the views
 // stop) and its indices as affine expressions over the kernel dimensions
@@ -173,6 +174,19 @@ static Access traceBack(Value v, Exprs idx,
         next.push_back(sum);
       }
       src = e.getSrc();
+    } else if (auto x = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      // A static, unit-stride slice (GPT-2's fused QKV split apart); dims a
+      // rank-reducing slice drops read at their offset.
+      if (!x.hasUnitStride() || !x.getSourceType().hasStaticShape() ||
+          llvm::any_of(x.getStaticOffsets(), ShapedType::isDynamic))
+        break;
+      llvm::SmallBitVector dropped = x.getDroppedDims();
+      unsigned r = 0;
+      for (auto [i, offset] : llvm::enumerate(x.getStaticOffsets())) {
+        AffineExpr at = getAffineConstantExpr(offset, ctx(v));
+        next.push_back(dropped.test(i) ? at : idx[r++] + at);
+      }
+      src = x.getSource();
     } else if (auto t = dyn_cast<linalg::TransposeOp>(op)) {
       if (!t.hasPureTensorSemantics())
         break;
@@ -664,6 +678,18 @@ public:
   /// chain, then f32.
   Value score(OpBuilder &b, Location loc, Value dot, ArrayRef<Value> dims) {
     Value cur = castFloat(b, loc, dot, m.scoreType);
+    // A chain that starts by widening 16-bit scores to f32 gets the f32 dot
+    // product itself (no rounding of the scores, as SDPA keeps them).
+    std::optional<Value> widened;
+    if (!m.chain.empty() && m.scoreType != dot.getType()) {
+      auto &first = const_cast<linalg::GenericOp &>(m.chain.front().op);
+      Value arg = first.getBlock()->getArgument(m.chain.front().scoreInput);
+      if (!arg.use_empty() && llvm::all_of(arg.getUsers(), [&](Operation *u) {
+            return isa<arith::ExtFOp>(u) &&
+                   u->getResult(0).getType() == dot.getType();
+          }))
+        widened = dot;
+    }
     SmallVector<Value> sIdx;
     for (AffineExpr e : m.scoreIdx)
       sIdx.push_back(affine::expandAffineExpr(b, loc, e, dims, {}));
@@ -674,6 +700,11 @@ public:
       for (auto &[input, access] : link.sides)
         map.map(body->getArgument(input), load(b, loc, access, dims));
       for (Operation &op : body->without_terminator()) {
+        if (widened && &link == &m.chain.front() && isa<arith::ExtFOp>(op) &&
+            op.getOperand(0) == body->getArgument(link.scoreInput)) {
+          map.map(op.getResult(0), *widened);
+          continue;
+        }
         for (Value operand : op.getOperands())
           if (!map.contains(operand) &&
               !link.op->isAncestor(operand.getParentRegion()->getParentOp()))
