@@ -24,9 +24,9 @@
 // CHECK: %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: return %[[R]]
 
-// 128 rows (1 x 2 x 64), 4 per block of 128 threads: 32 blocks.
+// 128 rows (1 x 2 x 64), 8 per block of 256 threads: 16 blocks.
 // CHECK: func.func private @tp_fused_attention_0(%[[AQ:.*]]: memref<1x2x64x32xf32>, %[[AK:.*]]: memref<1x2x64x32xf32>, %[[AV:.*]]: memref<1x2x64x32xf32>, %[[AM:.*]]: memref<64x64xf32>, %[[AO:.*]]: memref<1x2x64x32xf32>)
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c32, {{.*}} = %c1, {{.*}} = %c1) threads(%[[TX:[a-z0-9]+]], {{.*}}) in ({{.*}} = %c128,
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c1, {{.*}} = %c1) threads(%[[TX:[a-z0-9]+]], {{.*}}) in ({{.*}} = %c256,
 // CHECK: %[[LANE:.*]] = arith.remui %[[TX]], %c32
 // CHECK: scf.if
 // Lane t holds Q[row, t], loaded once, before the loop over the keys.
@@ -81,10 +81,10 @@
 // KERN-NOT: tprt_mlir_batched_gemm
 // KERN: call @tp_fused_attention_0(
 // KERN-NOT: x64x64xf32>
-// KERN: gpu.launch_func @{{[a-z_0-9]+}}::@tp_fused_attention_0_kernel blocks in (%c32, %c1, %c1) threads in (%c128, %c1, %c1)
+// KERN: gpu.launch_func @{{[a-z_0-9]+}}::@tp_fused_attention_0_kernel blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1)
 // KERN-NOT: gpu.launch_func
 // KERN: gpu.func @tp_fused_attention_0_kernel(
-// KERN-SAME: known_block_size = array<i32: 128, 1, 1>, known_grid_size = array<i32: 32, 1, 1>
+// KERN-SAME: known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 16, 1, 1>
 
 // fuse-attention=false: the unfused path (two batched GEMMs around the
 // materialised scores) stays available.

@@ -35,8 +35,8 @@
 //           l = l a + p; acc[e] = acc[e] a + p V[j, e]; m = m'
 //   O[e] = acc[e] / l
 //
-// in f32 whatever the element types. target=gpu: one warp per row (4 rows per
-// block of 128 threads); lane t holds Q[d] and acc[e] for d, e = t + 32 k, and
+// in f32 whatever the element types. target=gpu: one warp per row (8 rows per
+// block of 256 threads, neighbouring queries of one head); lane t holds Q[d] and acc[e] for d, e = t + 32 k, and
 // the dot product is summed with a gpu.shuffle xor butterfly. target=loops:
 // the same recurrence in scf loops on the host (for the CPU numerics check).
 // m' = -inf (a fully masked prefix) subtracts 0 instead, so exp never sees
@@ -725,13 +725,19 @@ public:
   void emitGPU(OpBuilder &b, Location loc);
 
 private:
-  /// Row `row` of O to its indices (the value column left null).
+  /// Row `row` of O to its indices (the value column left null). The
+  /// indices K depends on (batch, heads) vary slowest and the others (the
+  /// query) fastest, so that the warps of a block read the same keys.
   SmallVector<Value> rowDims(OpBuilder &b, Location loc, Value row) {
     auto shape = cast<MemRefType>(out.getType()).getShape();
+    SmallVector<unsigned> inner, outer;
+    for (unsigned i = 0; i < m.numO; ++i)
+      if (i != m.eDim)
+        (usesDim(m.k.idx, i) ? outer : inner).push_back(i);
+    SmallVector<unsigned> order = outer; // slowest first
+    order.append(inner);
     SmallVector<Value> dims(m.numO + 2);
-    for (int64_t i = m.numO - 1; i >= 0; --i) {
-      if (unsigned(i) == m.eDim)
-        continue;
+    for (unsigned i : llvm::reverse(order)) {
       Value size = index(b, loc, shape[i]);
       dims[i] = arith::RemUIOp::create(b, loc, row, size);
       row = arith::DivUIOp::create(b, loc, row, size);
@@ -840,7 +846,8 @@ void Emitter::emitLoops(OpBuilder &b, Location loc) {
   });
 }
 
-static constexpr int64_t kRowsPerBlock = 4;
+/// Warps (query rows) per block: they read the same keys, which L1 serves.
+static constexpr int64_t kRowsPerBlock = 8;
 
 void Emitter::emitGPU(OpBuilder &b, Location loc) {
   Type f = b.getF32Type();
