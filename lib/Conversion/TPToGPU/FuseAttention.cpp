@@ -422,7 +422,10 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
       m.keys = ranges[l];
       continue;
     }
-    pvLoops[l] = dim(*oMap.getResultPosition(dim(l)));
+    std::optional<unsigned> at = oMap.getResultPosition(dim(l));
+    if (!at)
+      return fail(why, "the product with V is not a plain contraction");
+    pvLoops[l] = dim(*at);
   }
   AffineMap pMap = pvMaps[pIndex], vMap = pvMaps[1 - pIndex];
   // The value column: the parallel loop P does not use.
@@ -548,7 +551,11 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
           loops[l] = dim(dDim);
           m.headDim = cOp.getStaticLoopRanges()[l];
         } else {
-          loops[l] = c.idx[*out.getResultPosition(dim(l))];
+          std::optional<unsigned> at = out.getResultPosition(dim(l));
+          if (!at)
+            return fail(why, "the scores contraction is not a plain "
+                             "contraction");
+          loops[l] = c.idx[*at];
         }
       }
       Access a = traceBack(cOp.getDpsInputs()[0], substitute(cMaps[0], loops));
@@ -597,6 +604,10 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
     for (OpOperand *in : g.getDpsInputOperands()) {
       if (in->getOperandNumber() == *scoreIn)
         continue;
+      auto type = dyn_cast<RankedTensorType>(in->get().getType());
+      if (!type || !type.hasStaticShape())
+        return fail(why, "an op on the scores reads an operand that is not a "
+                         "static tensor");
       link.sides.push_back(
           {in->getOperandNumber(),
            traceBack(in->get(),
@@ -1039,9 +1050,13 @@ struct FuseAttentionPass
     });
     DenseSet<Operation *> erased;
     unsigned number = 0;
-    // Names already taken by an earlier run.
-    while (module.lookupSymbol("tp_fused_attention_" + std::to_string(number)))
-      ++number;
+    // The next name no symbol (an earlier run's) has.
+    auto freeName = [&] {
+      while (module.lookupSymbol("tp_fused_attention_" +
+                                 std::to_string(number)))
+        ++number;
+      return number;
+    };
     for (linalg::LinalgOp pv : candidates) {
       if (erased.contains(pv.getOperation()))
         continue; // fused into an earlier match
@@ -1062,7 +1077,7 @@ struct FuseAttentionPass
       for (Operation *op : m->fused)
         erased.insert(op);
       erased.insert(pv.getOperation());
-      replace(*m, module, target == "gpu", number++);
+      replace(*m, module, target == "gpu", freeName());
     }
   }
 };
