@@ -340,8 +340,9 @@ class Matcher {
 public:
   explicit Matcher(linalg::LinalgOp pv) : pv(pv) {}
 
-  /// Success: a match. Failure with an empty `why`: not attention. Failure
-  /// with a reason: attention that cannot be fused.
+  /// Success: a match. Failure with an empty `why`: not attention (no
+  /// division of a row sum over the product's keys). Failure with a reason:
+  /// attention that cannot be fused.
   FailureOr<Match> run(std::string &why);
 
 private:
@@ -386,8 +387,11 @@ FailureOr<Match> Matcher::run(std::string &why) {
       dims.push_back(getAffineDimExpr(i, context));
     Access a = traceBack(pv.getDpsInputs()[p],
                          substitute(pv.getIndexingMapsArray()[p], dims));
-    if (looksLikeSoftmax(a.source))
-      return matchFrom(p, why);
+    if (!looksLikeSoftmax(a.source))
+      continue;
+    FailureOr<Match> m = matchFrom(p, why);
+    if (succeeded(m) || !why.empty())
+      return m;
   }
   return failure();
 }
@@ -398,17 +402,15 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
   m.pv = pv;
   SmallVector<Operation *> passed;
   if (!pv.hasPureTensorSemantics() || pv->getNumResults() != 1)
-    return fail(why, "the product with V is not on tensors");
+    return failure(); // the product with V is not on tensors
   auto outType = cast<RankedTensorType>(pv->getResult(0).getType());
   if (!outType.hasStaticShape())
-    return fail(why, "dynamic shapes");
-  if (fillValue(pv.getDpsInits()[0]) != 0.0)
-    return fail(why, "the product with V does not start from zero");
+    return failure(); // dynamic shapes
   SmallVector<AffineMap> pvMaps = pv.getIndexingMapsArray();
   AffineMap oMap = pvMaps[2];
   if (!oMap.isProjectedPermutation() ||
       oMap.getNumResults() != pv.getNumParallelLoops())
-    return fail(why, "the product with V is not a plain contraction");
+    return failure(); // the product with V is not a plain contraction
   m.numO = oMap.getNumResults();
   unsigned jDim = m.numO, dDim = m.numO + 1;
   auto dim = [&](unsigned i) { return getAffineDimExpr(i, context); };
@@ -424,7 +426,7 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
     }
     std::optional<unsigned> at = oMap.getResultPosition(dim(l));
     if (!at)
-      return fail(why, "the product with V is not a plain contraction");
+      return failure(); // the product with V is not a plain contraction
     pvLoops[l] = dim(*at);
   }
   AffineMap pMap = pvMaps[pIndex], vMap = pvMaps[1 - pIndex];
@@ -434,12 +436,11 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
     if (!linalg::isReductionIterator(pv.getIteratorTypesArray()[l]) &&
         !pMap.isFunctionOfDim(l)) {
       if (e)
-        return fail(why, "the probabilities are broadcast over more than one "
-                         "dimension of the output");
+        return failure(); // P broadcast over two output dimensions
       e = *oMap.getResultPosition(dim(l));
     }
   if (!e)
-    return fail(why, "the output has no value column");
+    return failure(); // the output has no value column
   m.eDim = *e;
 
   Access p = traceBack(pv.getDpsInputs()[pIndex], substitute(pMap, pvLoops),
@@ -448,7 +449,7 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
   unsigned rank = p.idx.size();
   if (rank < 2 || p.idx.back() != dim(jDim) ||
       usesDim(ArrayRef<AffineExpr>(p.idx).drop_back(), jDim))
-    return fail(why, "the softmax is not over the keys of the product with V");
+    return failure(); // the softmax is not over the keys of the product with V
   m.v = traceBack(pv.getDpsInputs()[1 - pIndex], substitute(vMap, pvLoops));
 
   // N = E / S.
@@ -456,14 +457,14 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
   if (!n || !allParallel(n) || n.getNumDpsInputs() != 2 ||
       n->getNumResults() != 1 || n.getNumLoops() != rank ||
       !n.getMatchingIndexingMap(n.getDpsInitOperand(0)).isIdentity())
-    return fail(why, "the probabilities are not an elementwise division");
+    return failure(); // the probabilities are not an elementwise division
   auto div = peelCasts(yielded(n)).getDefiningOp<arith::DivFOp>();
   int eIn = div ? inputOf(n, peelCasts(div.getLhs())) : -1;
   int sIn = div ? inputOf(n, peelCasts(div.getRhs())) : -1;
   if (eIn < 0 || sIn < 0 || eIn == sIn ||
       !isIdentity(n, n.getDpsInputOperand(eIn)) ||
       !isRowMap(n.getMatchingIndexingMap(n.getDpsInputOperand(sIn)), rank))
-    return fail(why, "the probabilities are not exp(x - max) / sum");
+    return failure(); // the probabilities are not exp(x - max) / sum
   m.fused.insert(n);
   Value eVal = n.getDpsInputs()[eIn];
 
@@ -475,9 +476,13 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
       sInput != eVal ||
       fillValue(cast<linalg::LinalgOp>(sVal.getDefiningOp()).getDpsInits()[0]) !=
           0.0)
-    return fail(why, "the softmax's denominator is not a row sum of its "
-                     "numerator from zero");
+    return failure(); // no row sum of the numerator from zero
   m.fused.insert(sVal.getDefiningOp());
+  // From here on the product is a softmax over its keys times V: attention,
+  // and a failure says why it is not fused. (Before, silence: training
+  // graphs contract softmax-derived values in many other ways.)
+  if (fillValue(pv.getDpsInits()[0]) != 0.0)
+    return fail(why, "the product with V does not start from zero");
 
   // E = exp(X - M): one generic, or a subtraction then an exp.
   auto expOp = eVal.getDefiningOp<linalg::GenericOp>();
