@@ -111,6 +111,38 @@ def GemmToRuntimePass : Pass<"tp-gemm-to-runtime", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseSoftmaxPass : Pass<"tp-fuse-softmax", "::mlir::ModuleOp"> {
+  let summary = "Put a softmax spelled as linalg ops back into one "
+                "linalg.softmax (GPU path)";
+  let description = [{
+    On tensors, before elementwise fusion: a row max of `x` over its last
+    dimension, `exp(x - max)`, its row sum (from a zero fill) and the
+    division, with no other users of the intermediates, become one
+    `linalg.softmax` over the last dimension, which `tp-linalg-to-gpu` maps
+    to one kernel per row with an online max and sum. A cast after the
+    division (`arith.truncf` of an f32 softmax into bf16) stays an
+    elementwise generic after it.
+
+    ```mlir
+    // before
+    %m = linalg.generic {...["parallel", "reduction"]} ins(%x) outs(%minf) { maximumf }
+    %e = linalg.generic {...["parallel", "parallel"]} ins(%x, %m) outs(%t) { subf, math.exp }
+    %s = linalg.generic {...["parallel", "reduction"]} ins(%e) outs(%zero) { addf }
+    %y = linalg.generic {...["parallel", "parallel"]} ins(%e, %s) outs(%o) { divf }
+    // after
+    %y = linalg.softmax dimension(1) ins(%x : tensor<16x64xf32>)
+                                     outs(%o : tensor<16x64xf32>) -> tensor<16x64xf32>
+    ```
+
+    Anything else is left alone. Preconditions: tensors (before
+    bufferization), static shapes.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
 def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn every linalg op on buffers into a gpu.launch and "
                 "move host buffers to the device";
@@ -129,6 +161,9 @@ def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
       `gpu.all_reduce` of the combiner found by `matchReduction` (lowered to
       `shfl.sync.bfly` within warps, shared memory and `bar.sync` across
       them); thread 0 combines with the initial value and stores the row;
+    * `linalg.softmax` over the last dimension (from `tp-fuse-softmax`):
+      one block per row, one pass with an online max and sum, two uniform
+      all-reduces, then `exp(x - max) / sum` stored (f32 for 16-bit types);
     * other reductions: one thread per output point with a remark.
 
     Host side: `memref.alloc`/`dealloc` become `gpu.alloc`/`gpu.dealloc`,
@@ -155,7 +190,7 @@ def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
-    "::mlir::affine::AffineDialect"
+    "::mlir::affine::AffineDialect", "::mlir::math::MathDialect"
   ];
 }
 

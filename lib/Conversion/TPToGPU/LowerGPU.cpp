@@ -4,6 +4,7 @@
 // ranks, kernels embedded as a gpu.binary (docs/passes/lower-gpu.md):
 //
 //   tp-gemm-to-runtime, convert-tp-to-runtime      GEMMs, collectives → tprt
+//   tp-fuse-softmax                                softmax: one row kernel
 //   linalg-fuse-elementwise-ops                    fewer, larger kernels
 //   one-shot-bufferize, buffer-results-to-out-params,
 //   buffer-deallocation-pipeline                   buffers, freed after use
@@ -165,6 +166,7 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   // linalg first, so that they fuse.
   pm.addPass(createDecomposeAggregatesPass());
   pm.addPass(createGemmToRuntimePass());
+  pm.addPass(createFuseSoftmaxPass());
   pm.addPass(createConvertTPToRuntimePass());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
