@@ -194,6 +194,37 @@ def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def GPUCostReportPass : Pass<"tp-gpu-cost-report", "::mlir::ModuleOp"> {
+  let summary = "Write what each host function launches and moves through "
+                "device memory (JSON), and print a summary";
+  let description = [{
+    Runs on the host code after kernel outlining (`tp-lower-gpu`'s
+    `cost-report=FILE` adds it after `tp-merge-gpu-modules`) and changes
+    nothing. Per function: kernel launches (`gpu.launch_func`) with the
+    bytes of the buffers each kernel loads from and stores to; GEMM calls
+    with their flops (2 |C| K) and bytes (A and B read, C written); every
+    other runtime call (`tprt_mlir_*` with memref operands: collectives, and
+    any entry point added later), whose last memref operand is written and
+    the others read; `gpu.memcpy` copies; the minimum (each memref argument
+    once: inputs and weights read once, results written once); and the
+    largest temporary buffer. A summary line per function goes to stderr:
+
+    ```
+    cost @forward: 3 kernel launches, 2 GEMMs (0.001 GFLOP), 1 other runtime
+    calls, 0 copies; bytes moved 81920 (0.1 MiB), minimum 40960 (0.0 MiB),
+    2.00x; largest temporary memref<64x32xf32> (8192 bytes)
+    ```
+
+    Preconditions: kernels outlined (`gpu.launch_func`), host code on
+    memrefs with static shapes.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "Where the JSON report goes">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def MergeGPUModulesPass : Pass<"tp-merge-gpu-modules", "::mlir::ModuleOp"> {
   let summary = "Put every outlined kernel into one gpu.module";
   let description = [{

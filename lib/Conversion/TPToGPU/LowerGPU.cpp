@@ -189,6 +189,8 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createMergeGPUModulesPass());
+  if (!options.costReport.empty())
+    pm.addPass(createGPUCostReportPass({options.costReport}));
   if (options.stopAfter == "kernels")
     return;
 
