@@ -9,9 +9,9 @@
 // (tp-fuse-softmax) and one launch with an online max and sum. They used to
 // be two fills, two row reductions and two elementwise kernels each
 // (6 launches). A chain whose exp(x - max) has another user stays as it is.
-// Eleven launches in all below: one per softmax, a scale kernel before
-// and a cast kernel after the bf16 one, and six for the chain left alone.
-// COUNT: 11
+// Ten launches in all below: one per softmax, a scale kernel before the
+// bf16 attention one, and six for the chain left alone.
+// COUNT: 10
 
 // A front end's linalg.softmax, decomposed and put back together.
 // FUSE-LABEL: func.func @softmax_f32
@@ -63,9 +63,10 @@ func.func @softmax_f32(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
 // -----
 
 // tp-gen's attention softmax in bf16: the scores are extended to f32 and
-// scaled, the softmax is in f32 and its result truncated. The cast stays
-// an elementwise kernel after the softmax (linalg.softmax keeps one element
-// type).
+// scaled, the softmax is in f32 and its result truncated. On tensors the
+// cast stays an elementwise generic after the softmax (linalg.softmax keeps
+// one element type); on buffers the softmax kernel stores the truncated
+// value into the cast's output, and the f32 buffer of probabilities goes.
 // FUSE-LABEL: func.func @softmax_bf16_scores
 // FUSE: %[[X:.*]] = linalg.generic
 // FUSE: arith.extf
@@ -74,11 +75,19 @@ func.func @softmax_f32(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
 // FUSE: arith.truncf %{{.*}} : f32 to bf16
 // FUSE: return %[[Y]]
 // KERN-LABEL: func.func @softmax_bf16_scores
-// KERN: gpu.launch_func @tp_kernels::@{{.*}} blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1)
-// KERN: gpu.launch_func @tp_kernels::@{{.*}} blocks in (%c32, %c1, %c1) threads in (%c128, %c1, %c1)
-// KERN: gpu.launch_func @tp_kernels::@{{.*}} blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1)
+// KERN: %[[X:.*]] = gpu.alloc () : memref<4x8x128xf32>
+// KERN-NOT: gpu.alloc
+// KERN: gpu.launch_func @tp_kernels::@{{.*}} blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1) args(%arg0 : memref<4x8x128xbf16>, %[[X]] : memref<4x8x128xf32>)
+// KERN: gpu.launch_func @tp_kernels::@[[SM:.*]] blocks in (%c32, %c1, %c1) threads in (%c128, %c1, %c1) args(%[[X]] : memref<4x8x128xf32>, %arg1 : memref<4x8x128xbf16>)
 // KERN-NOT: gpu.launch_func
 // KERN: return
+// KERN: gpu.func @[[SM]](
+// KERN: gpu.all_reduce add
+// KERN: scf.for
+// KERN: arith.divf
+// KERN: %[[T:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// KERN: memref.store %[[T]], %arg1
+// KERN: gpu.return
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #row3 = affine_map<(d0, d1, d2) -> (d0, d1)>
 func.func @softmax_bf16_scores(%s: tensor<4x8x128xbf16>) -> tensor<4x8x128xbf16> {

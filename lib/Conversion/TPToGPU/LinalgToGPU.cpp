@@ -709,7 +709,63 @@ LogicalResult KernelBuilder::build() {
 /// accumulate in f32 and round once at the store. Where the running max and
 /// the element are equal (both -inf in a masked part of a row) the factor is
 /// 1 instead of exp(-inf + inf), so masked elements never make a NaN that
-/// the exact softmax would not make.
+/// the exact softmax would not make. A truncf that is the only reader of the
+/// result (foldableCast) is folded into the store, and the f32 buffer goes.
+/// The buffer `v` is a view of (through view ops).
+static Value viewRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// The elementwise cast that is the only reader of a softmax's output
+/// buffer (tp-fuse-softmax leaves an f32 softmax and a truncf into bf16
+/// after it), when the softmax kernel can store the cast value into the
+/// cast's output instead: the buffer is a memref.alloc used by the softmax,
+/// the cast and deallocs only; the cast reads it and writes its output with
+/// identity maps and nothing but an arith.truncf, later in the same block;
+/// and no op in between touches a view of the cast's output. Else null.
+static linalg::GenericOp foldableCast(linalg::SoftmaxOp op) {
+  Value buffer = op.getOutput();
+  if (!buffer.getDefiningOp<memref::AllocOp>())
+    return nullptr;
+  linalg::GenericOp castOp;
+  for (Operation *user : buffer.getUsers()) {
+    if (user == op.getOperation() || isa<memref::DeallocOp>(user))
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || castOp)
+      return nullptr;
+    castOp = generic;
+  }
+  if (!castOp || castOp->getBlock() != op->getBlock() ||
+      !op->isBeforeInBlock(castOp) || castOp.getNumDpsInputs() != 1 ||
+      castOp.getNumDpsInits() != 1 ||
+      castOp.getDpsInputOperand(0)->get() != buffer ||
+      castOp.getNumReductionLoops() != 0 ||
+      !llvm::all_of(castOp.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return nullptr;
+  Block *body = castOp.getBody();
+  auto trunc = dyn_cast<arith::TruncFOp>(&body->front());
+  if (!trunc || trunc.getIn() != body->getArgument(0) ||
+      body->getTerminator()->getOperand(0) != trunc.getResult() ||
+      trunc->getNextNode() != body->getTerminator())
+    return nullptr;
+  Value target = castOp.getDpsInitOperand(0)->get();
+  auto targetType = dyn_cast<MemRefType>(target.getType());
+  if (!targetType ||
+      targetType.getShape() != cast<MemRefType>(buffer.getType()).getShape())
+    return nullptr;
+  Value root = viewRoot(target);
+  for (Operation *between = op->getNextNode(); between != castOp;
+       between = between->getNextNode())
+    for (Value v : between->getOperands())
+      if (isa<BaseMemRefType>(v.getType()) && viewRoot(v) == root)
+        return nullptr;
+  return castOp;
+}
+
 static LogicalResult buildSoftmax(linalg::SoftmaxOp op) {
   auto inType = dyn_cast<MemRefType>(op.getInput().getType());
   auto outType = dyn_cast<MemRefType>(op.getOutput().getType());
@@ -726,6 +782,10 @@ static LogicalResult buildSoftmax(linalg::SoftmaxOp op) {
            << rank
            << " buffer; the GPU lowering maps softmax over the last "
               "dimension (tp-decompose-aggregates expands the others)";
+  // A truncf of the result (bf16 attention) is folded into the store.
+  linalg::GenericOp castOp = foldableCast(op);
+  Value output = castOp ? castOp.getDpsInitOperand(0)->get() : op.getOutput();
+  outType = cast<MemRefType>(output.getType());
   ArrayRef<int64_t> shape = inType.getShape();
   SmallVector<int64_t> rowRanges(shape.drop_back());
   int64_t rows = product(rowRanges);
@@ -811,7 +871,17 @@ static LogicalResult buildSoftmax(linalg::SoftmaxOp op) {
       y = arith::TruncFOp::create(b, loc, outElement, y);
     SmallVector<Value> ivs(rowIvs);
     ivs.push_back(j);
-    memref::StoreOp::create(b, loc, y, op.getOutput(), ivs);
+    memref::StoreOp::create(b, loc, y, output, ivs);
+  }
+  if (castOp) {
+    // The f32 buffer has no reader left: it goes, with its deallocs.
+    Value buffer = op.getOutput();
+    castOp->erase();
+    op->erase();
+    for (Operation *user : llvm::make_early_inc_range(buffer.getUsers()))
+      user->erase();
+    buffer.getDefiningOp()->erase();
+    return success();
   }
   op->erase();
   return success();
@@ -936,6 +1006,15 @@ struct LinalgToGPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Softmaxes first: one may fold the cast after it (a linalg op).
+    SmallVector<linalg::SoftmaxOp> softmaxes;
+    module.walk([&](linalg::SoftmaxOp op) {
+      if (!op->getParentOfType<gpu::LaunchOp>())
+        softmaxes.push_back(op);
+    });
+    for (linalg::SoftmaxOp op : softmaxes)
+      if (failed(buildSoftmax(op)))
+        return signalPassFailure();
     SmallVector<linalg::LinalgOp> ops;
     module.walk([&](linalg::LinalgOp op) {
       if (!op->getParentOfType<gpu::LaunchOp>() &&
@@ -944,14 +1023,6 @@ struct LinalgToGPUPass
     });
     for (linalg::LinalgOp op : ops)
       if (failed(KernelBuilder(op).build()))
-        return signalPassFailure();
-    SmallVector<linalg::SoftmaxOp> softmaxes;
-    module.walk([&](linalg::SoftmaxOp op) {
-      if (!op->getParentOfType<gpu::LaunchOp>())
-        softmaxes.push_back(op);
-    });
-    for (linalg::SoftmaxOp op : softmaxes)
-      if (failed(buildSoftmax(op)))
         return signalPassFailure();
     for (func::FuncOp fn : module.getOps<func::FuncOp>())
       if (!fn.isExternal() && failed(moveHostToDevice(fn)))
