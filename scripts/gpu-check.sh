@@ -5,24 +5,29 @@
 #       On a CPU build machine (LLVM, the CUDA toolkit): copies the
 #       runtime-only tools and libraries into DIR, compiles the GPU models
 #       (tiny GPT-2 and Llama at tp = 1, 2, 4 in f32, tiny Llama in bf16 at
-#       tp = 1, 2; a Llama-2-7B decoder layer in bf16 at tp = 1 and 8; a
-#       bf16 GEMM) and the CPU reference outputs of the tiny models, and
-#       writes DIR/MANIFEST. --tiny-only: tiny GPT-2 at tp = 1, 2 only (the
-#       CI test). No LLVM is needed where DIR goes.
+#       tp = 1, 2; a Llama-2-7B decoder layer in bf16 at tp = 1, 2, 4, 8
+#       with its GPU cost reports; one GEMM per GEMM shape of that layer at
+#       tp = 1 and 8, and a bf16 8192^3 GEMM) and the CPU reference outputs
+#       of the tiny models, and writes DIR/MANIFEST. --tiny-only: tiny GPT-2
+#       at tp = 1, 2 only (the CI test). No LLVM is needed where DIR goes.
 #
-#   DIR/gpu-check.sh --run DIR [--out OUTDIR]
+#   DIR/gpu-check.sh --run DIR [--out OUTDIR] [--dry-run]
 #       On the GPU machine (no LLVM, no package access): finds the driver,
-#       cuBLAS and NCCL, then runs each stage under its own timeout and
-#       writes results.txt (and the stage logs, out/) to OUTDIR (default
-#       DIR): the conformance suite, the tiny models
-#       against the CPU references, the 7B layer, the GEMM rate and, when
-#       PyTorch is there, bench/torch_llama_layer.py. Exit status: 0 when
-#       every stage passed, 1 when one failed, 3 when there is no GPU (every
-#       stage then reports "no GPU").
+#       cuBLAS and NCCL, then runs each stage under its own timeout (the
+#       whole under GPU_CHECK_BUDGET, 450 s) and writes results.txt, the
+#       stage logs (out/) and performance.md to OUTDIR (default DIR): the
+#       conformance suite, the tiny models against the CPU references, the
+#       7B layer at tp = 1 and at tp = 2, 4, 8 as cuda-shared ranks, and,
+#       when PyTorch is there, the same layer in PyTorch (eager and
+#       scaled_dot_product_attention) and the layer's GEMM shapes through
+#       torch.matmul (cuBLAS) beside ours; collective time per call.
+#       --dry-run: list the stages and their timeouts, run nothing. Exit
+#       status: 0 when every stage passed, 1 when one failed, 3 when there
+#       is no GPU (every GPU stage then reports "no GPU").
 set -uo pipefail
 
 usage() {
-  sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -48,13 +53,14 @@ if [ "${1:-}" = "--ranks" ]; then
   exit $rc
 fi
 
-mode="" dir="" build="" tiny_only=0 outdir=""
+mode="" dir="" build="" tiny_only=0 outdir="" dry_run=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --prepare|--run) mode=${1#--}; dir=${2:-}; shift 2 || usage ;;
     --build) build=${2:-}; shift 2 || usage ;;
     --tiny-only) tiny_only=1; shift ;;
     --out) outdir=${2:-}; shift 2 || usage ;;
+    --dry-run) dry_run=1; shift ;;
     -h|--help) usage ;;
     *) echo "gpu-check: unknown argument '$1'" >&2; usage ;;
   esac
@@ -195,6 +201,23 @@ prepare() {
     cp "$work/tp1/outputs.bin" "$dir/ref/$name.bin"
   }
 
+  # gemm_model BATCH M N K: a bf16 [BATCH x] M x K times K x N product.
+  gemm_model() {
+    local b=$1 m=$2 n=$3 k=$4 lead="" map=linalg.matmul
+    local init='{kind = "normal", seed = 5 : i64, std = 0.02 : f64}'
+    [ "$b" != 1 ] && { lead="${b}x"; map=linalg.batch_matmul; }
+    local ta="tensor<${lead}${m}x${k}xbf16>" tb="tensor<${lead}${k}x${n}xbf16>" tc="tensor<${lead}${m}x${n}xbf16>"
+    cat <<EOF
+func.func @gemm(%a: $ta, %b: $tb {tp.param, tp.init = $init}) -> $tc {
+  %zero = arith.constant 0.0 : bf16
+  %e = tensor.empty() : $tc
+  %c = linalg.fill ins(%zero : bf16) outs(%e : $tc) -> $tc
+  %r = $map ins(%a, %b : $ta, $tb) outs(%c : $tc) -> $tc
+  return %r : $tc
+}
+EOF
+  }
+
   local gpt2=(--preset tiny --gen=--model=gpt2 --gen=--with-embedding)
   local llama=(--preset tiny --gen=--model=llama --gen=--with-embedding)
   local models=()
@@ -222,8 +245,44 @@ prepare() {
     # Issue 8: one Llama-2-7B decoder layer, bf16, batch 1 x 4096 tokens.
     local layer=(--preset llama2-7b --gen=--layers=1 --gen=--blocks-only
                  --gen=--seq=4096 --gen=--batch=1 --gen=--dtype=bf16)
-    compile_gpu llama7b-layer 1 cuda "${layer[@]}"
-    compile_gpu llama7b-layer 8 cuda "${layer[@]}"
+    local tp
+    for tp in 1 2 4 8; do
+      compile_gpu llama7b-layer "$tp" cuda "${layer[@]}"
+    done
+    # The layer's GPU cost reports at tp = 1 and 8 (tp-lower-gpu's
+    # cost-report: kernels, GEMM flops, bytes moved, docs/passes/lower-gpu.md)
+    # and the GEMM shapes they list, each compiled as a one-GEMM model to
+    # time against torch.matmul on the same shapes.
+    local gen=() a
+    for a in "${layer[@]:2}"; do gen+=("${a#--gen=}"); done
+    "$bin/tp-gen" --preset llama2-7b "${gen[@]}" -o "$dir/work/layer.mlir" >>"$log" 2>&1 ||
+      { echo "gpu-check: tp-gen of the 7B layer failed" >&2; exit 1; }
+    for tp in 1 8; do
+      echo "gpu-check: cost report of llama7b-layer tp=$tp" | tee -a "$log"
+      "$bin/tp-opt" "$dir/work/layer.mlir" --tp-shard="tp=$tp" 2>>"$log" |
+        "$bin/tp-opt" --tp-lower-gpu="chip=sm_90 format=isa stop-after=kernels cost-report=$dir/bench/cost-tp$tp.json" \
+          -o /dev/null 2>>"$log" ||
+        { echo "gpu-check: the cost report of tp=$tp failed:" >&2; tail -5 "$log" >&2; exit 1; }
+    done
+    python3 - "$dir/bench/cost-tp1.json" "$dir/bench/cost-tp8.json" > "$dir/bench/gemm-shapes.txt" <<'EOF' ||
+import json, sys
+seen = []
+for path in sys.argv[1:]:
+    for f in json.load(open(path))["functions"]:
+        for e in f["launches"]:
+            if e["kind"] == "gemm":
+                shape = (e["batch"], e["m"], e["n"], e["k"])
+                if shape not in seen:
+                    seen.append(shape)
+for shape in seen:
+    print("%d %d %d %d" % shape)
+EOF
+      { echo "gpu-check: cannot read the GEMM shapes of the cost reports" >&2; exit 1; }
+    local b m n k
+    while read -r b m n k; do
+      gemm_model "$b" "$m" "$n" "$k" > "$dir/work/gemm-${b}x${m}x${n}x${k}.mlir"
+      compile_gpu "gemm-${b}x${m}x${n}x${k}" 1 cuda "$dir/work/gemm-${b}x${m}x${n}x${k}.mlir"
+    done < "$dir/bench/gemm-shapes.txt"
     # The GEMM rate through the runtime: one bf16 8192^3 matmul.
     cat > "$dir/work/gemm.mlir" <<'EOF'
 func.func @gemm(%a: tensor<8192x8192xbf16>,
@@ -278,9 +337,11 @@ run() {
   rm -rf "$out" && mkdir -p "$out" || exit 1
   : > "$results"
   local start=$SECONDS budget=${GPU_CHECK_BUDGET:-450} failed=0 passed=0 gpu=1
+  local planned=0 planned_stages=0
   say() { echo "$*" | tee -a "$results"; }
-  # stage NAME STATUS DETAIL
+  # stage NAME STATUS DETAIL (a dry run prints only what timed planned)
   stage() {
+    [ "$dry_run" = 1 ] && return 0
     say "stage $1: $2${3:+ ($3)}"
     case $2 in PASS) passed=$((passed + 1)) ;; FAIL) failed=$((failed + 1)) ;; esac
   }
@@ -355,6 +416,10 @@ EOF
   fi
   # For tests: run the GPU stages anyway (they fail with the runtime's
   # message).
+  if [ "$dry_run" = 1 ]; then
+    gpu=1
+    say "dry run: the stages a GPU machine would run, none run"
+  fi
   if [ "${GPU_CHECK_ASSUME_GPU:-0}" = 1 ] && [ "$gpu" = 0 ]; then
     gpu=1
     say "GPU_CHECK_ASSUME_GPU=1: running the GPU stages anyway"
@@ -370,6 +435,13 @@ EOF
   # timed SECONDS LOG CMD...: runs CMD with its output in LOG.
   timed() {
     local seconds=$1 log=$2; shift 2
+    if [ "$dry_run" = 1 ]; then
+      local cmd="$*"
+      say "plan: $(basename "$log" .log): at most $seconds s: ${cmd//$dir\//}"
+      planned=$((planned + seconds)) planned_stages=$((planned_stages + 1))
+      : > "$log"
+      return 0
+    fi
     local budget_left
     budget_left=$(left)
     [ "$budget_left" -lt "$seconds" ] && seconds=$budget_left
@@ -453,27 +525,48 @@ EOF
         stage llama7b-layer-tp1 FAIL "$(why "$log")"
       fi
     fi
-    # The tp=8 program's ranks share the one GPU (cuda-shared, serialised
+    # The tp=N programs' ranks share the one GPU (cuda-shared, serialised
     # by the driver's time slicing): per-rank compute is estimated as
-    # (time per step - communication per step) / 8 (docs/gpu.md).
-    if gpu_stage llama7b-layer-tp8-shared; then
-      local log=$out/llama7b-tp8.log
-      if timed 180 "$log" "$self" --ranks 8 "$runner" "$dir/models/llama7b-layer/tp8" --backend cuda-shared --warmup 1 --steps 3; then
-        stage llama7b-layer-tp8-shared PASS "$(grep -E '^time per step|^communication' "$log" | tr '\n' ' ')"
+    # (time per step - communication per step) / N (docs/gpu.md).
+    local n
+    for n in 8 2 4; do
+      [ -d "$dir/models/llama7b-layer/tp$n" ] || continue
+      gpu_stage "llama7b-layer-tp$n-shared" || continue
+      local log=$out/llama7b-tp$n.log
+      if timed 120 "$log" "$self" --ranks "$n" "$runner" "$dir/models/llama7b-layer/tp$n" --backend cuda-shared --warmup 1 --steps 3; then
+        stage "llama7b-layer-tp$n-shared" PASS "$(grep -E '^time per step|^communication' "$log" | tr '\n' ' ')"
       else
-        stage llama7b-layer-tp8-shared FAIL "$(why "$log")"
+        stage "llama7b-layer-tp$n-shared" FAIL "$(why "$log")"
       fi
-      # Per-rank compute of tp=8 against 1/8 of tp=1 (issue 8's efficiency).
-      local t1 t8 c8
+      # Per-rank compute of tp=N against 1/N of tp=1 (issue 8's efficiency).
+      local t1 tn cn
       t1=$(awk '/^time per step/ {print $4}' "$out/llama7b-tp1.log" 2>/dev/null)
-      t8=$(awk '/^time per step/ {print $4}' "$log" 2>/dev/null)
-      c8=$(awk '/^communication:/ {print $2}' "$log" 2>/dev/null)
-      if [ -n "$t1" ] && [ -n "$t8" ] && [ -n "$c8" ]; then
-        say "$(awk -v t1="$t1" -v t8="$t8" -v c8="$c8" 'BEGIN {
-          e = (t8 - c8) / 8
-          printf "llama7b-layer: tp=1 %.6g s; tp=8 on one GPU %.6g s per step, %.6g s communication; per-rank compute estimate %.6g s; efficiency (tp1/8) / estimate %.1f%%", t1, t8, c8, e, e > 0 ? 100 * t1 / 8 / e : 0 }')"
+      tn=$(awk '/^time per step/ {print $4}' "$log" 2>/dev/null)
+      cn=$(awk '/^communication:/ {print $2}' "$log" 2>/dev/null)
+      if [ -n "$t1" ] && [ -n "$tn" ] && [ -n "$cn" ]; then
+        say "$(awk -v t1="$t1" -v tn="$tn" -v cn="$cn" -v n="$n" 'BEGIN {
+          e = (tn - cn) / n
+          printf "llama7b-layer: tp=1 %.6g s; tp=%d on one GPU %.6g s per step, %.6g s communication; per-rank compute estimate %.6g s; efficiency (tp1/%d) / estimate %.1f%%", t1, n, tn, cn, e, n, e > 0 ? 100 * t1 / n / e : 0 }')"
       fi
-    fi
+    done
+  fi
+  # The GEMM shapes of the layer (bench/gemm-shapes.txt, from the cost
+  # reports) through the runtime, one GEMM model each.
+  if [ -f "$dir/bench/gemm-shapes.txt" ]; then
+    local b m n k
+    while read -r b m n k; do
+      local label="gemm-${b}x${m}x${n}x${k}"
+      [ -d "$dir/models/$label" ] || continue
+      gpu_stage "$label" || continue
+      local log=$out/$label.log
+      if timed 30 "$log" "$runner" "$dir/models/$label/tp1" --backend nccl --warmup 3 --steps 20; then
+        local t
+        t=$(awk '/^time per step/ {print $4}' "$log")
+        stage "$label" PASS "$t s per GEMM, $(awk -v t="$t" -v f="$((2 * b * m * n * k))" 'BEGIN {if (t > 0) printf "%.1f", f / t / 1e12}') TFLOP/s"
+      else
+        stage "$label" FAIL "$(why "$log")"
+      fi
+    done < "$dir/bench/gemm-shapes.txt"
   fi
   if [ -d "$dir/models/gemm-bf16" ] && gpu_stage gemm-bf16; then
     local log=$out/gemm.log
@@ -498,10 +591,166 @@ EOF
     fi
   fi
 
+  if [ -f "$dir/bench/gemm-shapes.txt" ]; then
+    if ! command -v python3 >/dev/null || { [ "$dry_run" = 0 ] && ! python3 -c "import torch" >/dev/null 2>&1; }; then
+      stage torch-gemm-shapes SKIP "no PyTorch"
+    elif gpu_stage torch-gemm-shapes; then
+      local log=$out/torch-gemm.log
+      printf '%s\n' "$torch_gemm" > "$out/torch_gemm.py"
+      if timed 60 "$log" env LD_LIBRARY_PATH="$orig_ld" python3 "$out/torch_gemm.py" "$dir/bench/gemm-shapes.txt"; then
+        stage torch-gemm-shapes PASS "$(grep -c '^shape' "$log") shapes"
+      else
+        stage torch-gemm-shapes FAIL "$(why "$log")"
+      fi
+    fi
+  fi
+  # Collective time per call: tprt-bench (nccl-tests' algbw and busbw) on
+  # cuda-shared ranks for the layer's all-reduce sizes (1 to 32 MiB of
+  # bf16), and each layer run's own collectives (in performance.md).
+  if [ -x "$dir/bin/tprt-bench" ]; then
+    local n
+    for n in 2 8; do
+      gpu_stage "collectives-cuda-shared-np$n" || continue
+      local log=$out/bench-all_reduce-$n.log
+      if timed 60 "$log" "$self" --ranks "$n" "$dir/bin/tprt-bench" cuda-shared -c all_reduce -d bf16 -b 1048576 -e 33554432 -f 4 -w 2 -n 10; then
+        stage "collectives-cuda-shared-np$n" PASS "$(awk '$1 == 33554432 {printf "32 MiB all_reduce: %s us per call, busbw %s GB/s", $3, $5}' "$log")"
+      else
+        stage "collectives-cuda-shared-np$n" FAIL "$(why "$log")"
+      fi
+    done
+  fi
+
+  if [ "$dry_run" = 1 ]; then
+    say "gpu-check: dry run: $planned_stages stages, at most $planned s of timeouts in all; the run stops at $budget s (GPU_CHECK_BUDGET)"
+    exit 0
+  fi
+  performance "$outdir" "$dir"
   say "gpu-check: $passed passed, $failed failed, $((SECONDS - start)) s"
   [ "$failed" -gt 0 ] && exit 1
   [ "$gpu" = 0 ] && exit 3
   exit 0
+}
+
+# torch.matmul (cuBLAS through PyTorch) on each "batch m n k" line of a
+# shapes file, bf16, median of CUDA-event timings: "shape B M N K: T s, F
+# TFLOP/s" lines.
+torch_gemm='
+import sys, torch
+shapes = [tuple(int(v) for v in line.split()) for line in open(sys.argv[1]) if line.strip()]
+print("device: %s, torch %s" % (torch.cuda.get_device_name(0), torch.__version__))
+for b, m, n, k in shapes:
+    a = torch.randn(*((b,) if b > 1 else ()), m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(*((b,) if b > 1 else ()), k, n, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ w
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(20):
+        s, e = torch.cuda.Event(True), torch.cuda.Event(True)
+        s.record(); a @ w; e.record(); e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3)
+    t = sorted(times)[len(times) // 2]
+    print("shape %d %d %d %d: %.6g s, %.1f TFLOP/s" % (b, m, n, k, t, 2.0 * b * m * n * k / t / 1e12))
+'
+
+# performance OUTDIR BUNDLE: OUTDIR/performance.md from results.txt, the
+# stage logs and the bundle's cost reports (the page docs/performance.md is
+# a copy of). Ratios are of figures measured in the same run.
+performance() {
+  command -v python3 >/dev/null || { echo "gpu-check: no python3: performance.md not written"; return; }
+  LD_LIBRARY_PATH="${orig_ld-}" python3 - "$1" "$2" <<'EOF' | tee -a "$1/results.txt"
+import glob, json, os, re, sys
+outdir, bundle = sys.argv[1], sys.argv[2]
+out = os.path.join(outdir, "out")
+def read(path):
+    try:
+        return open(path).read()
+    except OSError:
+        return ""
+def number(pattern, text):
+    m = re.search(pattern, text, re.M)
+    return float(m.group(1)) if m else None
+results = read(os.path.join(outdir, "results.txt"))
+lines = ["# Performance on one GPU (scripts/gpu-check.sh --run)", ""]
+header = [l for l in results.splitlines() if l.startswith("# gpu-check")]
+lines += ["%s." % header[0][2:] if header else "", ""]
+if "no GPU" in results and "GPU_CHECK_ASSUME_GPU" not in results:
+    lines += ["No GPU was found on this machine: nothing below was measured.", ""]
+lines += ["## Stages", "", "| stage | result |", "|---|---|"]
+for m in re.finditer(r"^stage (\S+): (\S+)(?: \((.*)\))?$", results, re.M):
+    lines.append("| %s | %s%s |" % (m.group(1), m.group(2), (": " + m.group(3).replace("|", "/")) if m.group(3) else ""))
+lines += [""]
+# The layer: ours at tp = 1 and as cuda-shared ranks, PyTorch eager and SDPA.
+torch_log = read(os.path.join(out, "torch.log"))
+eager = number(r"^eager: ([0-9.]+) ms", torch_log)
+sdpa = number(r"^sdpa: ([0-9.]+) ms", torch_log)
+costs = {}
+for tp in (1, 8):
+    try:
+        costs[tp] = json.load(open(os.path.join(bundle, "bench", "cost-tp%d.json" % tp)))["functions"][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        pass
+lines += ["## Llama-2-7B decoder layer, bf16, 1 x 4096 tokens, forward", "",
+          "| program | time per step | per-rank compute | time / PyTorch eager | time / PyTorch SDPA | kernels, GEMMs (cost report) | bytes moved per rank (minimum) | achieved bandwidth |",
+          "|---|---|---|---|---|---|---|---|"]
+t1 = None
+for tp in (1, 2, 4, 8):
+    log = read(os.path.join(out, "llama7b-tp%d.log" % tp))
+    t = number(r"^time per step: ([0-9.eE+-]+) s", log)
+    if t is None:
+        continue
+    comm = number(r"^communication: ([0-9.eE+-]+) s", log) or 0.0
+    per_rank = t if tp == 1 else (t - comm) / tp
+    if tp == 1:
+        t1 = t
+    ms = per_rank * 1e3
+    cost = costs.get(tp)
+    kern = "%d, %d" % (cost["kernel_launches"], cost["gemm_launches"]) if cost else "-"
+    moved = "%.0f MiB (%.0f MiB)" % (cost["bytes_moved"] / 2**20, cost["minimum_bytes"] / 2**20) if cost else "-"
+    bw = "%.2f TB/s" % (cost["bytes_moved"] / per_rank / 1e12) if cost and per_rank > 0 else "-"
+    scale = tp if tp > 1 else 1
+    lines.append("| ours, tp=%d%s | %.3f ms | %.3f ms | %s | %s | %s | %s | %s |" % (
+        tp, " (cuda-shared ranks)" if tp > 1 else "", t * 1e3, ms,
+        "%.2fx" % (ms * scale / eager) if eager else "-",
+        "%.2fx" % (ms * scale / sdpa) if sdpa else "-", kern, moved, bw))
+if eager:
+    lines.append("| PyTorch eager | %.3f ms | | 1x | | | | |" % eager)
+if sdpa:
+    lines.append("| PyTorch scaled_dot_product_attention | %.3f ms | | | 1x | | | |" % sdpa)
+lines += ["", "Per-rank compute of tp=N on one GPU: (time per step - communication) / N; "
+          "the ratios divide N x that by PyTorch's one-GPU time (below 1: faster per GPU-second). "
+          "Bandwidth: the cost report's bytes moved per rank over the per-rank time.", ""]
+# GEMMs: ours (the runtime's cuBLAS call, one-GEMM models) against torch.matmul.
+torch_gemm = {}
+for m in re.finditer(r"^shape (\d+) (\d+) (\d+) (\d+): ([0-9.eE+-]+) s", read(os.path.join(out, "torch-gemm.log")), re.M):
+    torch_gemm[tuple(int(v) for v in m.groups()[:4])] = float(m.group(5))
+lines += ["## GEMMs of the layer (bf16)", "", "| batch x M x N x K | ours (runtime, cuBLAS) | torch.matmul (cuBLAS) | torch time / ours |", "|---|---|---|---|"]
+for line in read(os.path.join(bundle, "bench", "gemm-shapes.txt")).splitlines():
+    b, m, n, k = (int(v) for v in line.split())
+    t = number(r"^time per step: ([0-9.eE+-]+) s", read(os.path.join(out, "gemm-%dx%dx%dx%d.log" % (b, m, n, k))))
+    tt = torch_gemm.get((b, m, n, k))
+    flops = 2.0 * b * m * n * k
+    cell = lambda x: "%.3f ms, %.0f TFLOP/s" % (x * 1e3, flops / x / 1e12) if x else "-"
+    lines.append("| %d x %d x %d x %d | %s | %s | %s |" % (b, m, n, k, cell(t), cell(tt), "%.2f" % (tt / t) if t and tt else "-"))
+lines += ["", "Above 1: ours is faster. Ours is tp-runner's time per step of a one-GEMM model, its per-step overhead included.", ""]
+# Collectives: per call, from the layer runs and tprt-bench.
+lines += ["## Collectives", "", "| run | collective | calls per step | time per call |", "|---|---|---|---|"]
+for tp in (2, 4, 8):
+    log = read(os.path.join(out, "llama7b-tp%d.log" % tp))
+    for m in re.finditer(r"^  (\w+): ([0-9.]+) \(plan \d+\), ([0-9.]+) bytes, ([0-9.eE+-]+) s$", log, re.M):
+        calls = float(m.group(2))
+        if calls > 0:
+            lines.append("| llama7b-layer tp=%d | %s (%.1f MiB a step) | %g | %.1f us |" % (
+                tp, m.group(1), float(m.group(3)) / 2**20, calls, float(m.group(4)) / calls * 1e6))
+for n in (2, 8):
+    for row in read(os.path.join(out, "bench-all_reduce-%d.log" % n)).splitlines():
+        f = row.split()
+        if len(f) == 5 and f[0].isdigit():
+            lines.append("| tprt-bench cuda-shared, %d ranks | all_reduce bf16 %.0f MiB | | %s us (busbw %s GB/s) |" % (n, int(f[0]) / 2**20, f[2], f[4]))
+lines += [""]
+open(os.path.join(outdir, "performance.md"), "w").write("\n".join(lines) + "\n")
+print("performance: %s" % os.path.join(outdir, "performance.md"))
+EOF
 }
 
 # compare OUT REF TOL: "ok: ..." or "FAIL: ..." (the records of docs/model-abi.md,

@@ -77,6 +77,13 @@ struct LowerGPUOptions : public PassPipelineOptions<LowerGPUOptions> {
                      "tensors), 'kernels' (gpu.launch ops on buffers, "
                      "outlined), or empty for the whole pipeline"),
       llvm::cl::init("")};
+  PassOptions::Option<std::string> costReport{
+      *this, "cost-report",
+      llvm::cl::desc("Write a JSON cost report (kernel launches, GEMM "
+                     "flops, bytes read and written per launch, the "
+                     "minimum) to this file after outlining, and print a "
+                     "summary on stderr (tp-gpu-cost-report)"),
+      llvm::cl::init("")};
 };
 
 /// Checks `options` (chip spelling, format, stop-after); on failure `error`

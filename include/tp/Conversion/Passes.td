@@ -111,6 +111,38 @@ def GemmToRuntimePass : Pass<"tp-gemm-to-runtime", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseSoftmaxPass : Pass<"tp-fuse-softmax", "::mlir::ModuleOp"> {
+  let summary = "Put a softmax spelled as linalg ops back into one "
+                "linalg.softmax (GPU path)";
+  let description = [{
+    On tensors, before elementwise fusion: a row max of `x` over its last
+    dimension, `exp(x - max)`, its row sum (from a zero fill) and the
+    division, with no other users of the intermediates, become one
+    `linalg.softmax` over the last dimension, which `tp-linalg-to-gpu` maps
+    to one kernel per row with an online max and sum. A cast after the
+    division (`arith.truncf` of an f32 softmax into bf16) stays an
+    elementwise generic after it.
+
+    ```mlir
+    // before
+    %m = linalg.generic {...["parallel", "reduction"]} ins(%x) outs(%minf) { maximumf }
+    %e = linalg.generic {...["parallel", "parallel"]} ins(%x, %m) outs(%t) { subf, math.exp }
+    %s = linalg.generic {...["parallel", "reduction"]} ins(%e) outs(%zero) { addf }
+    %y = linalg.generic {...["parallel", "parallel"]} ins(%e, %s) outs(%o) { divf }
+    // after
+    %y = linalg.softmax dimension(1) ins(%x : tensor<16x64xf32>)
+                                     outs(%o : tensor<16x64xf32>) -> tensor<16x64xf32>
+    ```
+
+    Anything else is left alone. Preconditions: tensors (before
+    bufferization), static shapes.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
 def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn every linalg op on buffers into a gpu.launch and "
                 "move host buffers to the device";
@@ -129,6 +161,9 @@ def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
       `gpu.all_reduce` of the combiner found by `matchReduction` (lowered to
       `shfl.sync.bfly` within warps, shared memory and `bar.sync` across
       them); thread 0 combines with the initial value and stores the row;
+    * `linalg.softmax` over the last dimension (from `tp-fuse-softmax`):
+      one block per row, one pass with an online max and sum, two uniform
+      all-reduces, then `exp(x - max) / sum` stored (f32 for 16-bit types);
     * other reductions: one thread per output point with a remark.
 
     Host side: `memref.alloc`/`dealloc` become `gpu.alloc`/`gpu.dealloc`,
@@ -155,8 +190,39 @@ def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
-    "::mlir::affine::AffineDialect"
+    "::mlir::affine::AffineDialect", "::mlir::math::MathDialect"
   ];
+}
+
+def GPUCostReportPass : Pass<"tp-gpu-cost-report", "::mlir::ModuleOp"> {
+  let summary = "Write what each host function launches and moves through "
+                "device memory (JSON), and print a summary";
+  let description = [{
+    Runs on the host code after kernel outlining (`tp-lower-gpu`'s
+    `cost-report=FILE` adds it after `tp-merge-gpu-modules`) and changes
+    nothing. Per function: kernel launches (`gpu.launch_func`) with the
+    bytes of the buffers each kernel loads from and stores to; GEMM calls
+    with their flops (2 |C| K) and bytes (A and B read, C written); every
+    other runtime call (`tprt_mlir_*` with memref operands: collectives, and
+    any entry point added later), whose last memref operand is written and
+    the others read; `gpu.memcpy` copies; the minimum (each memref argument
+    once: inputs and weights read once, results written once); and the
+    largest temporary buffer. A summary line per function goes to stderr:
+
+    ```
+    cost @forward: 3 kernel launches, 2 GEMMs (0.001 GFLOP), 1 other runtime
+    calls, 0 copies; bytes moved 81920 (0.1 MiB), minimum 40960 (0.0 MiB),
+    2.00x; largest temporary memref<64x32xf32> (8192 bytes)
+    ```
+
+    Preconditions: kernels outlined (`gpu.launch_func`), host code on
+    memrefs with static shapes.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "Where the JSON report goes">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
 def MergeGPUModulesPass : Pass<"tp-merge-gpu-modules", "::mlir::ModuleOp"> {

@@ -16,6 +16,14 @@
 
 namespace mlir::tp::runtime {
 
+/// The prefix of every runtime function compiled code calls.
+inline constexpr llvm::StringLiteral kSymbolPrefix = "tprt_mlir_";
+
+/// The GEMM entry points, `tprt_mlir_gemm_<suffix>` and
+/// `tprt_mlir_batched_gemm_<suffix>` (i32 trans_a, i32 trans_b, A, B, C).
+inline constexpr llvm::StringLiteral kGemm = "gemm";
+inline constexpr llvm::StringLiteral kBatchedGemm = "batched_gemm";
+
 /// `tprt_mlir_axis_index(i64 axes_mask) -> i64`.
 inline constexpr llvm::StringLiteral kAxisIndex = "tprt_mlir_axis_index";
 

@@ -359,8 +359,8 @@ void GemmLowering::lower(linalg::LinalgOp op) {
   argTypes.append(3, unranked);
   func::CallOp::create(
       builder, loc,
-      getCallee(runtime::getCollectiveSymbol(batched ? "batched_gemm" : "gemm",
-                                             *suffix),
+      getCallee(runtime::getCollectiveSymbol(
+                    batched ? runtime::kBatchedGemm : runtime::kGemm, *suffix),
                 argTypes),
       args);
   Value product = bufferization::ToTensorOp::create(

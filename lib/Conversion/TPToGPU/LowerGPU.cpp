@@ -3,7 +3,9 @@
 // A program on tensors (partitioned or not) down to the LLVM dialect for GPU
 // ranks, kernels embedded as a gpu.binary (docs/passes/lower-gpu.md):
 //
+//   tp-decompose-aggregates, tp-fuse-attention     attention: one kernel
 //   tp-gemm-to-runtime, convert-tp-to-runtime      GEMMs, collectives → tprt
+//   tp-fuse-softmax                                softmax: one row kernel
 //   linalg-fuse-elementwise-ops                    fewer, larger kernels
 //   one-shot-bufferize, buffer-results-to-out-params,
 //   buffer-deallocation-pipeline                   buffers, freed after use
@@ -168,6 +170,7 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   if (options.fuseAttention)
     pm.addPass(createFuseAttentionPass());
   pm.addPass(createGemmToRuntimePass());
+  pm.addPass(createFuseSoftmaxPass());
   pm.addPass(createConvertTPToRuntimePass());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
@@ -190,6 +193,8 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createMergeGPUModulesPass());
+  if (!options.costReport.empty())
+    pm.addPass(createGPUCostReportPass({options.costReport}));
   if (options.stopAfter == "kernels")
     return;
 

@@ -21,7 +21,9 @@
 //     data (a token id) the lookup is masked (rows this device does not hold
 //     read 0, so the partial sums add up to the lookup); a reduction over a
 //     padded split loop skips the padding (the accumulator is yielded
-//     unchanged there), so padding never reaches a sum or a max.
+//     unchanged there), so padding never reaches a sum or a max. A
+//     contraction instead keeps its form (named ops stay named, so they
+//     still become GEMMs): its inputs are copied with zeros in the padding.
 //  5. `tp.annotate` becomes its (resolved) operand; `func.return` resolves
 //     its operands to the result layouts, and the function type follows.
 // The planner's attributes are dropped; `--tp-verify-partitioned` checks
@@ -78,7 +80,12 @@ private:
   LogicalResult partitionOp(Operation *op);
   LogicalResult fixLinalgBody(linalg::LinalgOp newOp, linalg::LinalgOp oldOp,
                               ArrayRef<LayoutAttr> operandLayouts,
-                              ArrayRef<std::pair<Value, LayoutAttr>> captured);
+                              ArrayRef<std::pair<Value, LayoutAttr>> captured,
+                              bool maskPaddedReductions);
+  SmallVector<LoopSplit> loopSplits(linalg::LinalgOp oldOp,
+                                    ArrayRef<LayoutAttr> operandLayouts);
+  void zeroPaddedOperands(linalg::LinalgOp newOp, linalg::LinalgOp oldOp,
+                          ArrayRef<LoopSplit> loops);
   SmallVector<int64_t> globalLoopRanges(linalg::LinalgOp op);
   /// The type `value` has in the global program (arguments are retyped in
   /// place, so theirs is remembered).
@@ -171,11 +178,11 @@ FunctionPartitioner::globalLoopRanges(linalg::LinalgOp op) {
   return ranges;
 }
 
-LogicalResult FunctionPartitioner::fixLinalgBody(
-    linalg::LinalgOp newOp, linalg::LinalgOp oldOp,
-    ArrayRef<LayoutAttr> operandLayouts,
-    ArrayRef<std::pair<Value, LayoutAttr>> captured) {
-  // Which loops are split, from the operand layouts and indexing maps.
+/// Which loops of `oldOp` are split, from the operand layouts and indexing
+/// maps.
+SmallVector<LoopSplit>
+FunctionPartitioner::loopSplits(linalg::LinalgOp oldOp,
+                                ArrayRef<LayoutAttr> operandLayouts) {
   SmallVector<int64_t> ranges = globalLoopRanges(oldOp);
   SmallVector<LoopSplit> loops(ranges.size());
   SmallVector<AffineMap> maps = oldOp.getIndexingMapsArray();
@@ -197,6 +204,77 @@ LogicalResult FunctionPartitioner::fixLinalgBody(
       loop.localSize = llvm::divideCeil(loop.globalSize, loop.groupSize);
     }
   }
+  return loops;
+}
+
+/// A contraction over a padded split loop keeps its form (and so its GEMM):
+/// each input that reads the padded loop is replaced by a copy whose padding
+/// is zero (an elementwise generic selecting 0 where the loop's global index
+/// is past its extent), so the padded terms of the sum are 0 * 0. Both
+/// inputs are masked: padding holds whatever its producer computed there,
+/// and 0 * inf or 0 * nan would not be 0.
+void FunctionPartitioner::zeroPaddedOperands(linalg::LinalgOp newOp,
+                                             linalg::LinalgOp oldOp,
+                                             ArrayRef<LoopSplit> loops) {
+  SmallVector<utils::IteratorType> iterators = oldOp.getIteratorTypesArray();
+  Location loc = newOp.getLoc();
+  OpBuilder outside(newOp);
+  DenseMap<int64_t, Value> offsets;
+  for (OpOperand *operand : newOp.getDpsInputOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand->get().getType());
+    if (!type)
+      continue;
+    // (operand dimension, loop) pairs that are padded reductions.
+    SmallVector<std::pair<int64_t, int64_t>> padded;
+    AffineMap map = newOp.getMatchingIndexingMap(operand);
+    for (auto [j, expr] : llvm::enumerate(map.getResults()))
+      if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+        const LoopSplit &loop = loops[dim.getPosition()];
+        if (!loop.axes.empty() && loop.padded() &&
+            iterators[dim.getPosition()] == utils::IteratorType::reduction)
+          padded.push_back({int64_t(j), int64_t(dim.getPosition())});
+      }
+    if (padded.empty())
+      continue;
+    for (auto [j, d] : padded)
+      if (!offsets.count(d))
+        offsets[d] =
+            axisOffset(outside, loc, loops[d].axes, loops[d].localSize);
+    Value empty = tensor::EmptyOp::create(outside, loc, type.getShape(),
+                                          type.getElementType());
+    AffineMap id = outside.getMultiDimIdentityMap(type.getRank());
+    SmallVector<utils::IteratorType> parallel(type.getRank(),
+                                              utils::IteratorType::parallel);
+    auto mask = linalg::GenericOp::create(
+        outside, loc, type, ValueRange{operand->get()}, ValueRange{empty},
+        ArrayRef<AffineMap>{id, id}, parallel,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value keep;
+          for (auto [j, d] : padded) {
+            Value local = linalg::IndexOp::create(b, l, j);
+            Value global = arith::AddIOp::create(b, l, local, offsets[d]);
+            Value bound =
+                arith::ConstantIndexOp::create(b, l, loops[d].globalSize);
+            Value ok = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                             global, bound);
+            keep = keep ? arith::AndIOp::create(b, l, keep, ok).getResult()
+                        : ok;
+          }
+          Value zero = createIdentity(b, l, ReductionKind::Sum,
+                                      type.getElementType());
+          Value value = arith::SelectOp::create(b, l, keep, args[0], zero);
+          linalg::YieldOp::create(b, l, value);
+        });
+    operand->set(mask.getResult(0));
+  }
+}
+
+LogicalResult FunctionPartitioner::fixLinalgBody(
+    linalg::LinalgOp newOp, linalg::LinalgOp oldOp,
+    ArrayRef<LayoutAttr> operandLayouts,
+    ArrayRef<std::pair<Value, LayoutAttr>> captured,
+    bool maskPaddedReductions) {
+  SmallVector<LoopSplit> loops = loopSplits(oldOp, operandLayouts);
   Block *body = newOp.getBlock();
   Location loc = newOp.getLoc();
   OpBuilder outside(newOp);
@@ -291,7 +369,7 @@ LogicalResult FunctionPartitioner::fixLinalgBody(
   Value keep;
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   for (auto [d, loop] : llvm::enumerate(loops)) {
-    if (loop.axes.empty() || !loop.padded() ||
+    if (!maskPaddedReductions || loop.axes.empty() || !loop.padded() ||
         iterators[d] != utils::IteratorType::reduction)
       continue;
     OpBuilder inside(yield);
@@ -463,44 +541,38 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
         sizes[d] = dest.getDimSize(d);
     insert.setStaticSizes(sizes);
   } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(clone)) {
-    // Named ops whose reduction is split with padding become generics, so
-    // that the padding can be skipped.
+    // A reduction split with padding must not see the padding. Contractions
+    // (named or generic) get inputs whose padding is zero and keep their
+    // form, so they still become GEMMs; other named ops become generics
+    // whose body skips the padding.
     auto oldLinalg = cast<linalg::LinalgOp>(op);
     SmallVector<LayoutAttr> layouts(consumed);
-    if (!isa<linalg::GenericOp>(clone)) {
-      bool paddedReduction = false;
-      SmallVector<int64_t> ranges = globalLoopRanges(oldLinalg);
-      SmallVector<utils::IteratorType> iters =
-          oldLinalg.getIteratorTypesArray();
-      for (OpOperand &operand : oldLinalg->getOpOperands()) {
-        LayoutAttr layout = layouts[operand.getOperandNumber()];
-        if (!layout)
-          continue;
-        AffineMap map = oldLinalg.getMatchingIndexingMap(&operand);
-        for (auto [j, expr] : llvm::enumerate(map.getResults()))
-          if (auto dim = dyn_cast<AffineDimExpr>(expr))
-            if (layout.isSplit(j) &&
-                iters[dim.getPosition()] == utils::IteratorType::reduction &&
-                ranges[dim.getPosition()] %
-                        *mesh.getGroupSize(layout.getDimAxes(j)) !=
-                    0)
-              paddedReduction = true;
-      }
-      if (paddedReduction) {
-        IRRewriter rewriter(clone->getContext());
-        rewriter.setInsertionPoint(clone);
-        FailureOr<linalg::GenericOp> generic =
-            linalg::generalizeNamedOp(rewriter, linalgOp);
-        if (failed(generic))
-          return op->emitOpError()
-                 << "splits a reduction unevenly and cannot be generalised to "
-                    "mask its padding";
-        clone = *generic;
-        linalgOp = cast<linalg::LinalgOp>(clone);
-      }
+    SmallVector<LoopSplit> loops = loopSplits(oldLinalg, layouts);
+    SmallVector<utils::IteratorType> iters = oldLinalg.getIteratorTypesArray();
+    bool paddedReduction = false;
+    for (auto [d, loop] : llvm::enumerate(loops))
+      if (!loop.axes.empty() && loop.padded() &&
+          iters[d] == utils::IteratorType::reduction)
+        paddedReduction = true;
+    bool zeroPadding =
+        paddedReduction && linalg::isaContractionOpInterface(oldLinalg);
+    if (zeroPadding) {
+      zeroPaddedOperands(linalgOp, oldLinalg, loops);
+    } else if (paddedReduction && !isa<linalg::GenericOp>(clone)) {
+      IRRewriter rewriter(clone->getContext());
+      rewriter.setInsertionPoint(clone);
+      FailureOr<linalg::GenericOp> generic =
+          linalg::generalizeNamedOp(rewriter, linalgOp);
+      if (failed(generic))
+        return op->emitOpError()
+               << "splits a reduction unevenly and cannot be generalised to "
+                  "mask its padding";
+      clone = *generic;
+      linalgOp = cast<linalg::LinalgOp>(clone);
     }
     if (linalgOp.getBlock() &&
-        failed(fixLinalgBody(linalgOp, oldLinalg, layouts, captured)))
+        failed(fixLinalgBody(linalgOp, oldLinalg, layouts, captured,
+                             /*maskPaddedReductions=*/!zeroPadding)))
       return failure();
   }
 

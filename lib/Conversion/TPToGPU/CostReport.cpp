@@ -1,0 +1,413 @@
+//===- CostReport.cpp - the tp-gpu-cost-report pass ----------------*- C++ -*-//
+//
+// What one step of a GPU program launches and moves through device memory,
+// read off the host code after kernel outlining (tp-lower-gpu's
+// `cost-report=FILE`, docs/passes/lower-gpu.md). Nothing is rewritten.
+//
+// Per host function (func.func with a body), in program order:
+//  * every gpu.launch_func is a kernel launch. It reads the buffers its
+//    kernel loads from and writes those it stores to: each kernel argument
+//    is traced from the kernel's memref.load / memref.store (through view
+//    ops) to the gpu.func argument, and counted once per launch with the
+//    byte size of the memref passed (its shape times the element size), so
+//    a kernel that reads a buffer twice, or a strided view of it, counts the
+//    view's elements once: the figures assume each kernel touches each
+//    element of its operands once.
+//  * every call of a runtime function (`tprt_mlir_*`) with memref operands
+//    is a runtime call. The GEMMs (`tprt_mlir_gemm_<t>`,
+//    `tprt_mlir_batched_gemm_<t>`: trans_a, trans_b, A, B, C) read A and B,
+//    write C, and do 2 * |C| * K flops (K is A's last dimension, or its
+//    next-to-last one when trans_a). Any other call (collectives, and any
+//    entry point added later, e.g. a fused attention) follows the runtime
+//    ABI's "outputs last": its last memref operand is written and the others
+//    are read. Unranked operands are traced through memref.cast to the
+//    ranked buffer.
+//  * every gpu.memcpy reads its source and writes its target.
+// The minimum is what the function cannot avoid moving: each of its memref
+// arguments (inputs and weights read once, results written once; after
+// buffer-results-to-out-params results are arguments) once. The largest
+// temporary (gpu.alloc) is reported too: a [batch x heads, seq, seq] score
+// tensor shows there. All figures are per device (a partitioned program's
+// local shapes).
+//
+// Output: a JSON file, and a summary per function on stderr.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tp/Conversion/Passes.h"
+#include "tp/Conversion/RuntimeSymbols.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::tp {
+#define GEN_PASS_DEF_GPUCOSTREPORTPASS
+#include "tp/Conversion/Passes.h.inc"
+} // namespace mlir::tp
+
+#define DEBUG_TYPE "tp-gpu-cost-report"
+
+using namespace mlir;
+using namespace mlir::tp;
+
+namespace {
+
+/// Bytes of a statically shaped memref, traced through memref.cast when
+/// unranked; nullopt when the shape is not known.
+std::optional<int64_t> bufferBytes(Value v) {
+  while (!isa<MemRefType>(v.getType()))
+    if (auto cast = v.getDefiningOp<memref::CastOp>())
+      v = cast.getSource();
+    else
+      return std::nullopt;
+  auto type = cast<MemRefType>(v.getType());
+  if (!type.hasStaticShape())
+    return std::nullopt;
+  Type element = type.getElementType();
+  int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
+  return type.getNumElements() * ((bits + 7) / 8);
+}
+
+/// The ranked memref type behind `v` (through memref.cast).
+MemRefType rankedType(Value v) {
+  while (!isa<MemRefType>(v.getType()))
+    if (auto cast = v.getDefiningOp<memref::CastOp>())
+      v = cast.getSource();
+    else
+      return nullptr;
+  return cast<MemRefType>(v.getType());
+}
+
+std::string typeString(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  type.print(os);
+  return s;
+}
+
+/// Which arguments of a kernel it loads from and stores to.
+struct KernelAccess {
+  SmallVector<bool> reads, writes;
+};
+
+KernelAccess analyzeKernel(gpu::GPUFuncOp kernel) {
+  KernelAccess access;
+  unsigned n = kernel.getNumArguments();
+  access.reads.assign(n, false);
+  access.writes.assign(n, false);
+  auto argOf = [&](Value v) -> int {
+    while (true) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return arg.getOwner() == &kernel.getBody().front()
+                   ? int(arg.getArgNumber())
+                   : -1;
+      auto view = v.getDefiningOp<ViewLikeOpInterface>();
+      if (!view)
+        return -1;
+      v = view.getViewSource();
+    }
+  };
+  kernel.walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      if (int a = argOf(load.getMemRef()); a >= 0)
+        access.reads[a] = true;
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (int a = argOf(store.getMemRef()); a >= 0)
+        access.writes[a] = true;
+    } else if (auto rmw = dyn_cast<memref::AtomicRMWOp>(op)) {
+      if (int a = argOf(rmw.getMemref()); a >= 0)
+        access.reads[a] = access.writes[a] = true;
+    } else if (auto rmw = dyn_cast<memref::GenericAtomicRMWOp>(op)) {
+      if (int a = argOf(rmw.getMemref()); a >= 0)
+        access.reads[a] = access.writes[a] = true;
+    }
+  });
+  return access;
+}
+
+/// One launch, GEMM, runtime call or copy.
+struct Entry {
+  std::string kind, name;
+  int64_t read = 0, written = 0;
+  int64_t flops = 0;
+  SmallVector<int64_t> grid, block;
+  SmallVector<int64_t> gemmShape; // batch, M, N, K
+};
+
+struct Totals {
+  int64_t count = 0, read = 0, written = 0, flops = 0;
+  void add(const Entry &e) {
+    ++count;
+    read += e.read;
+    written += e.written;
+    flops += e.flops;
+  }
+};
+
+struct FunctionReport {
+  std::string name;
+  std::vector<Entry> entries;
+  Totals kernels, gemms, calls, copies;
+  int64_t minimum = 0;
+  int64_t unknownBuffers = 0;
+  std::string largestType;
+  int64_t largestBytes = 0;
+  llvm::StringMap<int64_t> callsByName;
+  int64_t moved() const {
+    return kernels.read + kernels.written + gemms.read + gemms.written +
+           calls.read + calls.written + copies.read + copies.written;
+  }
+};
+
+class Reporter {
+public:
+  explicit Reporter(ModuleOp module) : module(module) {}
+  LogicalResult run(func::FuncOp fn, FunctionReport &report);
+
+private:
+  int64_t bytes(Value v, FunctionReport &report) {
+    std::optional<int64_t> b = bufferBytes(v);
+    if (!b) {
+      ++report.unknownBuffers;
+      return 0;
+    }
+    return *b;
+  }
+  const KernelAccess &access(gpu::GPUFuncOp kernel) {
+    auto it = kernels.find(kernel);
+    if (it == kernels.end())
+      it = kernels.try_emplace(kernel, analyzeKernel(kernel)).first;
+    return it->second;
+  }
+  ModuleOp module;
+  DenseMap<Operation *, KernelAccess> kernels;
+};
+
+LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
+  report.name = fn.getSymName().str();
+  for (BlockArgument arg : fn.getArguments())
+    if (isa<BaseMemRefType>(arg.getType()))
+      report.minimum += bytes(arg, report);
+  std::string prefix = runtime::kSymbolPrefix.str();
+  std::string gemm = prefix + runtime::kGemm.str() + "_";
+  std::string batched = prefix + runtime::kBatchedGemm.str() + "_";
+  WalkResult result = fn.walk([&](Operation *op) -> WalkResult {
+    if (auto alloc = dyn_cast<gpu::AllocOp>(op)) {
+      int64_t b = bytes(alloc.getMemref(), report);
+      if (b > report.largestBytes) {
+        report.largestBytes = b;
+        report.largestType = typeString(alloc.getMemref().getType());
+      }
+      return WalkResult::advance();
+    }
+    if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+      auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+          launch, launch.getKernel());
+      if (!kernel)
+        return launch.emitOpError()
+               << "launches a kernel that the cost report cannot find";
+      const KernelAccess &a = access(kernel);
+      Entry e;
+      e.kind = "kernel";
+      e.name = launch.getKernelName().str();
+      for (auto [i, operand] : llvm::enumerate(launch.getKernelOperands())) {
+        if (!isa<BaseMemRefType>(operand.getType()) || i >= a.reads.size())
+          continue;
+        int64_t b = bytes(operand, report);
+        if (a.reads[i])
+          e.read += b;
+        if (a.writes[i])
+          e.written += b;
+      }
+      gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+      gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+      for (Value v : {grid.x, grid.y, grid.z})
+        e.grid.push_back(getConstantIntValue(v).value_or(-1));
+      for (Value v : {block.x, block.y, block.z})
+        e.block.push_back(getConstantIntValue(v).value_or(-1));
+      report.kernels.add(e);
+      report.entries.push_back(std::move(e));
+      return WalkResult::advance();
+    }
+    if (auto copy = dyn_cast<gpu::MemcpyOp>(op)) {
+      Entry e;
+      e.kind = "copy";
+      e.name = "gpu.memcpy";
+      e.read = bytes(copy.getSrc(), report);
+      e.written = bytes(copy.getDst(), report);
+      report.copies.add(e);
+      report.entries.push_back(std::move(e));
+      return WalkResult::advance();
+    }
+    auto call = dyn_cast<func::CallOp>(op);
+    if (!call || !call.getCallee().starts_with(prefix))
+      return WalkResult::advance();
+    SmallVector<Value> buffers;
+    for (Value v : call.getOperands())
+      if (isa<BaseMemRefType>(v.getType()))
+        buffers.push_back(v);
+    if (buffers.empty())
+      return WalkResult::advance(); // tprt_mlir_axis_index
+    Entry e;
+    e.name = call.getCallee().str();
+    bool isGemm = call.getCallee().starts_with(gemm) ||
+                  call.getCallee().starts_with(batched);
+    if (isGemm) {
+      if (call.getNumOperands() != 5 || buffers.size() != 3)
+        return call.emitOpError()
+               << "is not a GEMM call of the runtime ABI (trans_a, trans_b, "
+                  "A, B, C)";
+      e.kind = "gemm";
+      MemRefType a = rankedType(buffers[0]), c = rankedType(buffers[2]);
+      std::optional<int64_t> transA = getConstantIntValue(call.getOperand(0));
+      if (!a || !c || !a.hasStaticShape() || !c.hasStaticShape() ||
+          a.getRank() < 2 || c.getRank() < 2 || !transA)
+        return call.emitOpError()
+               << "has GEMM operands whose shapes the cost report cannot "
+                  "read";
+      int64_t k = a.getDimSize(a.getRank() - (*transA ? 2 : 1));
+      int64_t m = c.getDimSize(c.getRank() - 2);
+      int64_t n = c.getDimSize(c.getRank() - 1);
+      int64_t batch = c.getNumElements() / (m * n);
+      e.gemmShape = {batch, m, n, k};
+      e.flops = 2 * c.getNumElements() * k;
+      e.read = bytes(buffers[0], report) + bytes(buffers[1], report);
+      e.written = bytes(buffers[2], report);
+      report.gemms.add(e);
+    } else {
+      e.kind = "call";
+      for (Value v : ArrayRef<Value>(buffers).drop_back())
+        e.read += bytes(v, report);
+      e.written = bytes(buffers.back(), report);
+      report.calls.add(e);
+      ++report.callsByName[e.name];
+    }
+    report.entries.push_back(std::move(e));
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+llvm::json::Object totalsJson(const Totals &t, bool withFlops) {
+  llvm::json::Object o{{"count", t.count},
+                       {"bytes_read", t.read},
+                       {"bytes_written", t.written}};
+  if (withFlops)
+    o["flops"] = t.flops;
+  return o;
+}
+
+llvm::json::Value reportJson(const FunctionReport &r) {
+  llvm::json::Array entries;
+  for (const Entry &e : r.entries) {
+    llvm::json::Object o{{"kind", e.kind},
+                         {"name", e.name},
+                         {"bytes_read", e.read},
+                         {"bytes_written", e.written}};
+    if (e.kind == "kernel") {
+      o["grid"] = llvm::json::Array(e.grid);
+      o["block"] = llvm::json::Array(e.block);
+    }
+    if (e.kind == "gemm") {
+      o["flops"] = e.flops;
+      o["batch"] = e.gemmShape[0];
+      o["m"] = e.gemmShape[1];
+      o["n"] = e.gemmShape[2];
+      o["k"] = e.gemmShape[3];
+    }
+    entries.push_back(std::move(o));
+  }
+  llvm::json::Object byName;
+  for (const auto &kv : r.callsByName)
+    byName[kv.getKey()] = kv.getValue();
+  int64_t moved = r.moved();
+  llvm::json::Object o{
+      {"name", r.name},
+      {"kernel_launches", r.kernels.count},
+      {"gemm_launches", r.gemms.count},
+      {"gemm_flops", r.gemms.flops},
+      {"runtime_calls", r.calls.count},
+      {"kernels", totalsJson(r.kernels, false)},
+      {"gemms", totalsJson(r.gemms, true)},
+      {"calls", totalsJson(r.calls, false)},
+      {"calls_by_name", std::move(byName)},
+      {"copies", totalsJson(r.copies, false)},
+      {"bytes_moved", moved},
+      {"minimum_bytes", r.minimum},
+      {"ratio_to_minimum",
+       r.minimum ? double(moved) / double(r.minimum) : 0.0},
+      {"largest_temporary",
+       llvm::json::Object{{"type", r.largestType},
+                          {"bytes", r.largestBytes}}},
+      {"unknown_buffers", r.unknownBuffers},
+      {"launches", std::move(entries)}};
+  return o;
+}
+
+double mib(int64_t bytes) { return double(bytes) / (1024.0 * 1024.0); }
+
+struct GPUCostReportPass
+    : public tp::impl::GPUCostReportPassBase<GPUCostReportPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (file.empty()) {
+      module.emitError() << "tp-gpu-cost-report: no file= given";
+      return signalPassFailure();
+    }
+    Reporter reporter(module);
+    std::vector<FunctionReport> reports;
+    for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      FunctionReport report;
+      if (failed(reporter.run(fn, report)))
+        return signalPassFailure();
+      reports.push_back(std::move(report));
+    }
+    std::error_code ec;
+    llvm::raw_fd_ostream out(file, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      module.emitError() << "tp-lower-gpu: cannot write the cost report to '"
+                         << file << "': " << ec.message();
+      return signalPassFailure();
+    }
+    llvm::json::Array functions;
+    for (const FunctionReport &r : reports)
+      functions.push_back(reportJson(r));
+    out << llvm::formatv(
+        "{0:2}\n", llvm::json::Value(llvm::json::Object{
+                       {"version", 1}, {"functions", std::move(functions)}}));
+
+    llvm::raw_ostream &os = llvm::errs();
+    for (const FunctionReport &r : reports) {
+      int64_t moved = r.moved();
+      os << "cost @" << r.name << ": " << r.kernels.count
+         << " kernel launches, " << r.gemms.count << " GEMMs (";
+      if (r.gemms.flops < 1000000000)
+        os << r.gemms.flops << " flops";
+      else
+        os << llvm::format("%.1f", double(r.gemms.flops) * 1e-9) << " GFLOP";
+      os << "), " << r.calls.count << " other runtime calls, "
+         << r.copies.count << " copies; bytes moved " << moved << " ("
+         << llvm::format("%.1f", mib(moved)) << " MiB), minimum "
+         << r.minimum << " (" << llvm::format("%.1f", mib(r.minimum))
+         << " MiB), " << llvm::format("%.2f", r.minimum ? double(moved) /
+                                                   double(r.minimum)
+                                                      : 0.0)
+         << "x; largest temporary "
+         << (r.largestType.empty() ? std::string("none") : r.largestType)
+         << " (" << r.largestBytes << " bytes)\n";
+    }
+  }
+};
+
+} // namespace
