@@ -149,6 +149,12 @@ struct Totals {
     written += e.written;
     flops += e.flops;
   }
+  void add(const Totals &t) {
+    count += t.count;
+    read += t.read;
+    written += t.written;
+    flops += t.flops;
+  }
 };
 
 struct FunctionReport {
@@ -188,6 +194,8 @@ private:
   }
   ModuleOp module;
   DenseMap<Operation *, KernelAccess> kernels;
+  /// Functions being counted (a call inside one adds its callee's figures).
+  DenseSet<Operation *> active;
 };
 
 LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
@@ -247,8 +255,46 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
       return WalkResult::advance();
     }
     auto call = dyn_cast<func::CallOp>(op);
-    if (!call || !call.getCallee().starts_with(prefix))
+    if (!call)
       return WalkResult::advance();
+    if (!call.getCallee().starts_with(prefix)) {
+      // A function of the module (a fused attention's kernel wrapper):
+      // what it launches and moves counts in the caller, once per call.
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (!callee || callee.isExternal())
+        return WalkResult::advance();
+      if (!active.insert(callee).second)
+        return call.emitOpError() << "calls '" << callee.getSymName()
+                                  << "' recursively; the cost report "
+                                     "cannot count it";
+      FunctionReport inner;
+      LogicalResult ok = run(callee, inner);
+      active.erase(callee);
+      if (failed(ok))
+        return WalkResult::interrupt();
+      report.kernels.add(inner.kernels);
+      report.gemms.add(inner.gemms);
+      report.calls.add(inner.calls);
+      report.copies.add(inner.copies);
+      report.unknownBuffers += inner.unknownBuffers;
+      for (const auto &entry : inner.callsByName)
+        report.callsByName[entry.getKey()] += entry.getValue();
+      if (inner.largestBytes > report.largestBytes) {
+        report.largestBytes = inner.largestBytes;
+        report.largestType = inner.largestType;
+      }
+      Entry e;
+      e.kind = "function";
+      e.name = callee.getSymName().str();
+      for (const Totals *t :
+           {&inner.kernels, &inner.gemms, &inner.calls, &inner.copies}) {
+        e.read += t->read;
+        e.written += t->written;
+      }
+      report.entries.push_back(std::move(e));
+      return WalkResult::advance();
+    }
     SmallVector<Value> buffers;
     for (Value v : call.getOperands())
       if (isa<BaseMemRefType>(v.getType()))
