@@ -226,11 +226,54 @@ private:
   };
   Loops splitLoops();
 
+public:
+  /// A reduction whose output buffer was just filled with a constant (the
+  /// fill's value, per init; null where there is none): the kernel starts
+  /// from that value instead of loading it, and the fill kernel goes.
+  void findFilledInits();
+  ArrayRef<linalg::FillOp> absorbedFills() const { return fills; }
+
+private:
   linalg::LinalgOp op;
   SmallVector<int64_t> ranges;
+  SmallVector<Value> fillValues;
+  SmallVector<linalg::FillOp> fills;
 };
 
 } // namespace
+
+void KernelBuilder::findFilledInits() {
+  fillValues.assign(op.getNumDpsInits(), nullptr);
+  if (op.getNumReductionLoops() == 0)
+    return;
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+    Value buffer = init.get();
+    // The op writes every element of the output (a projected permutation
+    // covering the output's dimensions), so what the fill wrote is read by
+    // this op only.
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    auto type = dyn_cast<MemRefType>(buffer.getType());
+    if (!type || !map.isProjectedPermutation() ||
+        map.getNumResults() != type.getRank())
+      continue;
+    // The nearest earlier op of the block that touches the buffer (as an
+    // operand or inside its regions) must be a fill of it.
+    for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+      bool touches = llvm::any_of(buffer.getUsers(), [&](Operation *user) {
+        return prev == user || prev->isProperAncestor(user);
+      });
+      if (!touches)
+        continue;
+      auto fill = dyn_cast<linalg::FillOp>(prev);
+      if (fill && fill.getOutputs().front() == buffer &&
+          fill.getInputs().front().getType() == type.getElementType()) {
+        fillValues[i] = fill.getInputs().front();
+        fills.push_back(fill);
+      }
+      break;
+    }
+  }
+}
 
 KernelBuilder::Loops KernelBuilder::splitLoops() {
   Loops loops;
@@ -307,9 +350,12 @@ void KernelBuilder::storeResults(OpBuilder &b, ValueRange ivs,
 
 SmallVector<Value> KernelBuilder::loadOutputs(OpBuilder &b, ValueRange ivs) {
   SmallVector<Value> values;
-  for (OpOperand &init : op.getDpsInitsMutable())
-    values.push_back(memref::LoadOp::create(b, op.getLoc(), init.get(),
-                                            operandIndices(b, init, ivs)));
+  for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
+    values.push_back(i < fillValues.size() && fillValues[i]
+                         ? fillValues[i]
+                         : memref::LoadOp::create(b, op.getLoc(), init.get(),
+                                                  operandIndices(b, init, ivs))
+                               .getResult());
   return values;
 }
 
@@ -676,6 +722,7 @@ LogicalResult KernelBuilder::build() {
     return success();
   }
   LogicalResult result = success();
+  findFilledInits();
   if (op.getNumReductionLoops() == 0) {
     result = buildParallel();
   } else if (FailureOr<SmallVector<RowCombiner>> combiners =
@@ -694,8 +741,11 @@ LogicalResult KernelBuilder::build() {
                         "combiner: one thread per output point";
     result = buildSerialReduction();
   }
-  if (succeeded(result))
+  if (succeeded(result)) {
     op->erase();
+    for (linalg::FillOp fill : fills)
+      fill->erase();
+  }
   return result;
 }
 
@@ -1021,8 +1071,17 @@ struct LinalgToGPUPass
           !op->getParentOfType<gpu::GPUModuleOp>())
         ops.push_back(op);
     });
+    // Fills that a reduction's kernel absorbs (it starts from the value)
+    // are erased by that kernel's builder, not lowered on their own.
+    DenseSet<Operation *> absorbed;
+    for (linalg::LinalgOp op : ops) {
+      KernelBuilder probe(op);
+      probe.findFilledInits();
+      for (linalg::FillOp fill : probe.absorbedFills())
+        absorbed.insert(fill);
+    }
     for (linalg::LinalgOp op : ops)
-      if (failed(KernelBuilder(op).build()))
+      if (!absorbed.contains(op) && failed(KernelBuilder(op).build()))
         return signalPassFailure();
     for (func::FuncOp fn : module.getOps<func::FuncOp>())
       if (!fn.isExternal() && failed(moveHostToDevice(fn)))
