@@ -136,6 +136,9 @@ private:
 
   llvm::EquivalenceClasses<DimKey> dimClasses;
   DenseSet<DimKey> tokenLeaders;
+  /// Per data axis (one that pins a non-parameter argument, when the mesh
+  /// also has other axes): the classes of the dimensions it pins.
+  DenseMap<StringAttr, DenseSet<DimKey>> dataLeaders;
   DenseSet<Value> residualStream;
   std::map<std::tuple<const void *, const void *, const void *>, double>
       reshardCache;

@@ -196,6 +196,7 @@ llvm::json::Object mlir::tp::getPlanReport(const Plan &plan,
                             {"fused_params_split", plan.fusedParamsSplit},
                             {"nodes", plan.numNodes},
                             {"strategies", plan.numStrategies},
+                            {"pruned_strategies", plan.prunedStrategies},
                             {"width", plan.solverWidth},
                             {"largest_front", plan.largestFront},
                             {"seconds", plan.planSeconds}};

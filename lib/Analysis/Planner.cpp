@@ -312,6 +312,7 @@ FailureOr<Plan> PlanBuilder::run() {
   plan.solverWidth = solution.width;
   plan.largestFront = solution.largestFront;
   plan.relaxedNodes = solution.relaxedNodes;
+  plan.prunedStrategies = solution.prunedChoices;
   plan.solves = solution.solves;
   if (!solution.feasible) {
     // Proven infeasible (exact) or not found within the fallback's budget.

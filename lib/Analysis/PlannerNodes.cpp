@@ -278,6 +278,41 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
     if (mapping)
       markTokens(op->getResult(i), *mapping);
 
+  // Per data axis, the factors of the pinned data dimensions (the batch):
+  // when the op has one, the axis goes to such a factor only
+  // (PlannerOptions::dataAxesOnBatch).
+  SmallVector<SmallVector<bool>> dataFactors(axes.size());
+  for (auto [a, axis] : llvm::enumerate(axes)) {
+    auto it = dataLeaders.find(axis.name);
+    if (it == dataLeaders.end())
+      continue;
+    SmallVector<bool> isData(numFactors, false);
+    bool any = false;
+    auto mark = [&](Value v, const TensorFactors &dims) {
+      for (auto [d, fs] : llvm::enumerate(dims))
+        for (int64_t f : fs) {
+          if (rule.factors[f].size <= 1)
+            continue;
+          DimKey key{v.getAsOpaquePointer(), int64_t(d)};
+          if (dimClasses.contains(key) &&
+              it->second.contains(dimClasses.getLeaderValue(key)) &&
+              rule.factors[f].kind != FactorKind::Opaque) {
+            isData[f] = true;
+            any = true;
+          }
+          break; // the major factor only
+        }
+    };
+    for (auto [i, mapping] : llvm::enumerate(rule.operands))
+      if (mapping)
+        mark(op->getOperand(i), *mapping);
+    for (auto [i, mapping] : llvm::enumerate(rule.results))
+      if (mapping)
+        mark(op->getResult(i), *mapping);
+    if (any)
+      dataFactors[a] = std::move(isData);
+  }
+
   auto layoutOf = [&](const TensorFactors &dims,
                       ArrayRef<SmallVector<StringAttr>> factorAxes,
                       ArrayRef<StringAttr> partial,
@@ -356,6 +391,8 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
     if (a < axes.size()) {
       for (int64_t f = -1; f < numFactors; ++f) {
         if (f >= 0 && rule.factors[f].kind == FactorKind::Opaque)
+          continue;
+        if (!dataFactors[a].empty() && (f < 0 || !dataFactors[a][f]))
           continue;
         if (f >= 0 && options.sequenceParallel == SequenceParallelMode::Off &&
             isToken[f])

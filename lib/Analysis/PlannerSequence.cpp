@@ -83,6 +83,25 @@ void PlanBuilder::computeTokenClasses() {
   for (DimKey leader : inputLeaders)
     if (!paramLeaders.contains(leader))
       tokenLeaders.insert(leader);
+
+  // Data axes and the classes they pin (PlannerOptions::dataAxesOnBatch).
+  if (!options.dataAxesOnBatch)
+    return;
+  DenseMap<StringAttr, DenseSet<DimKey>> pinned;
+  for (BlockArgument arg : block.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (func.getArgAttr(i, TPDialect::getParamAttrName()))
+      continue;
+    auto layout = func.getArgAttrOfType<LayoutAttr>(
+        i, TPDialect::getLayoutAttrName());
+    if (!layout)
+      continue;
+    for (int64_t d = 0; d < layout.getRank(); ++d)
+      for (StringAttr a : layout.getDimAxes(d))
+        pinned[a].insert(dimClasses.getLeaderValue(key(arg, d)));
+  }
+  if (pinned.size() < axes.size())
+    dataLeaders = std::move(pinned);
 }
 
 /// The residual stream: the non-parameter inputs and gathered embeddings,

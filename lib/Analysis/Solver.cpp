@@ -87,6 +87,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tp/Analysis/Solver.h"
+#include "SolverReduce.h"
 
 #include <algorithm>
 #include <cassert>
@@ -801,10 +802,8 @@ AssignmentSolution detail::solveInOrder(const AssignmentProblem &problem,
                                         const std::vector<int> &order,
                                         double *effort) {
   double budget = problem.memoryBudget;
-  Eliminator first(problem, options, AssignmentProblem::kInfinity);
-  AssignmentSolution free = first.run(order);
-  if (effort)
-    *effort += first.effort;
+  AssignmentSolution free =
+      solveMinSumInOrder(problem, order, options.maxTableSize, effort);
   // Without a budget nothing is thinned: an answer is exact, and its cost
   // is a lower bound under any budget.
   free.lowerBound = free.cost;
@@ -836,6 +835,57 @@ AssignmentSolution detail::solveInOrder(const AssignmentProblem &problem,
   return bounded;
 }
 
+namespace {
+
+/// Plans the order on `p` and eliminates in it, or falls back to
+/// conditioning when the order does not fit.
+AssignmentSolution solvePlanned(const AssignmentProblem &p,
+                                const SolverOptions &options,
+                                const std::vector<int> &groups) {
+  int n = p.numNodes();
+  std::vector<int> choices(n);
+  for (int i = 0; i < n; ++i)
+    choices[i] = p.numChoices(i);
+  std::vector<std::set<int>> adjacency(n);
+  for (const AssignmentProblem::Edge &e : p.edges) {
+    adjacency[e.u].insert(e.v);
+    adjacency[e.v].insert(e.u);
+  }
+  SolverOptions o = options;
+  o.eliminationGroup = groups;
+  // Decided before any table is built: the simulated order tells the size
+  // of every table the elimination would build.
+  detail::OrderPlan plan = detail::planOrder(choices, adjacency, groups,
+                                             o.maxTableSize, o.maxWork);
+  if (plan.fits)
+    return detail::solveInOrder(p, o, plan.order);
+  // Hubs (values read across all layers) or plain width: condition on a
+  // cutset instead (SolverFallback.cpp).
+  return detail::solveByConditioning(p, o, plan);
+}
+
+/// Reduces `problem` (SolverReduce.cpp), solves the rest, maps back.
+AssignmentSolution solveReduced(const AssignmentProblem &problem,
+                                const SolverOptions &options,
+                                bool respectMemory, int &pruned) {
+  detail::ProblemReduction red =
+      detail::reduceProblem(problem, respectMemory, options.eliminationGroup);
+  pruned = red.prunedChoices;
+  // A node with no usable choice, or the folded nodes' memory alone over
+  // the budget: proven infeasible.
+  if (red.infeasible || red.problem.memoryBudget < 0) {
+    AssignmentSolution none;
+    detail::finishBounds(none);
+    return none;
+  }
+  AssignmentSolution s = detail::expandSolution(
+      problem, red, solvePlanned(red.problem, options, red.groups));
+  detail::finishBounds(s);
+  return s;
+}
+
+} // namespace
+
 AssignmentSolution mlir::tp::solveExact(const AssignmentProblem &problem,
                                         const SolverOptions &options) {
   int n = problem.numNodes();
@@ -845,24 +895,69 @@ AssignmentSolution mlir::tp::solveExact(const AssignmentProblem &problem,
       detail::finishBounds(none);
       return none;
     }
-  std::vector<int> choices(n);
-  for (int i = 0; i < n; ++i)
-    choices[i] = problem.numChoices(i);
-  std::vector<std::set<int>> adjacency(n);
-  for (const AssignmentProblem::Edge &e : problem.edges) {
+  if (!options.reduce)
+    return solvePlanned(problem, options, options.eliminationGroup);
+  double budget = problem.memoryBudget;
+
+  // Pass 1: plain min-sum without the budget, on the problem reduced by
+  // dominance that ignores memory (which prunes the most). Exact when its
+  // optimum fits the budget: the budget only removes assignments.
+  AssignmentProblem unbounded = problem;
+  unbounded.memoryBudget = AssignmentProblem::kInfinity;
+  detail::ProblemReduction red =
+      detail::reduceProblem(unbounded, false, options.eliminationGroup);
+  if (red.infeasible) {
+    AssignmentSolution none; // proven: a node has no usable choice
+    none.prunedChoices = red.prunedChoices;
+    detail::finishBounds(none);
+    return none;
+  }
+  int m = red.problem.numNodes();
+  std::vector<int> choices(m);
+  for (int i = 0; i < m; ++i)
+    choices[i] = red.problem.numChoices(i);
+  std::vector<std::set<int>> adjacency(m);
+  for (const AssignmentProblem::Edge &e : red.problem.edges) {
     adjacency[e.u].insert(e.v);
     adjacency[e.v].insert(e.u);
   }
-  // Decided before any table is built: the simulated order tells the size
-  // of every table the elimination would build.
   detail::OrderPlan plan =
-      detail::planOrder(choices, adjacency, options.eliminationGroup,
-                        options.maxTableSize, options.maxWork);
-  if (plan.fits)
-    return detail::solveInOrder(problem, options, plan.order);
-  // Hubs (values read across all layers) or plain width: condition on a
-  // cutset instead (SolverFallback.cpp).
-  return detail::solveByConditioning(problem, options, plan);
+      detail::planOrder(choices, adjacency, red.groups, options.maxTableSize,
+                        options.maxMinSumWork);
+  AssignmentSolution free;
+  bool freeExact = false;
+  if (plan.fits) {
+    free = detail::expandSolution(
+        problem, red,
+        detail::solveMinSumInOrder(red.problem, plan.order,
+                                   options.maxTableSize));
+    free.prunedChoices = red.prunedChoices;
+    detail::finishBounds(free);
+    if (!free.feasible || free.memory <= budget)
+      return free; // proven infeasible, or optimal (and within the budget)
+    freeExact = true;
+  } else if (budget == AssignmentProblem::kInfinity) {
+    // Too wide for the elimination: condition on a cutset (Solver.cpp's
+    // fallback) on the reduced problem.
+    AssignmentSolution s = detail::expandSolution(
+        problem, red, solvePlanned(red.problem, options, red.groups));
+    s.prunedChoices = red.prunedChoices;
+    detail::finishBounds(s);
+    return s;
+  }
+
+  // Pass 2: the budget binds; dominance now respects memory.
+  int pruned = 0;
+  AssignmentSolution bounded = solveReduced(problem, options, true, pruned);
+  bounded.prunedChoices = pruned;
+  if (freeExact) {
+    bounded.solves += free.solves;
+    bounded.width = std::max(bounded.width, free.width);
+    if (!bounded.exact)
+      bounded.lowerBound = std::max(bounded.lowerBound, free.cost);
+  }
+  detail::finishBounds(bounded);
+  return bounded;
 }
 
 AssignmentSolution mlir::tp::solveBruteForce(const AssignmentProblem &problem) {

@@ -15,6 +15,14 @@ namespace {
 
 constexpr double kInf = AssignmentProblem::kInfinity;
 
+/// Options that solve the problem as given (no dominance pruning, no
+/// folding), for the tests of the elimination's fallback itself.
+SolverOptions asGiven() {
+  SolverOptions options;
+  options.reduce = false;
+  return options;
+}
+
 /// A random problem: `n` nodes with 1..4 choices, random edges, some
 /// forbidden choices and pairs, random memory, and (when `budgeted`) a
 /// budget that cuts off part of the assignments.
@@ -332,7 +340,7 @@ TEST(SolverTest, FallbackBracketsTheOptimumOnHubProblems) {
     int n = 7 + trial % 5; // 8..12 nodes with the hub
     bool budgeted = trial % 2 == 1;
     AssignmentProblem p = withHub(rng, n, budgeted);
-    SolverOptions options;
+    SolverOptions options = asGiven();
     options.maxTableSize = 4 << (trial % 3); // 4, 8 or 16 entries
     AssignmentSolution brute = solveBruteForce(p);
     AssignmentSolution s = solveExact(p, options);
@@ -386,7 +394,7 @@ TEST(SolverTest, FallbackOnOneHubIsExact) {
       p.addEdge(hub, i, table(4, 3));
     if (budgeted)
       p.memoryBudget = 14; // the least is 0, the most 37
-    SolverOptions options;
+    SolverOptions options = asGiven();
     options.maxTableSize = 3; // fits the chain, not the chain plus the hub
     AssignmentSolution brute = solveBruteForce(p);
     AssignmentSolution s = solveExact(p, options);
@@ -396,7 +404,7 @@ TEST(SolverTest, FallbackOnOneHubIsExact) {
     EXPECT_EQ(s.solves, 1 + 4); // the relaxation, then the hub's 4 values
     // The same problem within the default limits is solved exactly in one
     // elimination.
-    AssignmentSolution whole = solveExact(p);
+    AssignmentSolution whole = solveExact(p, asGiven());
     EXPECT_EQ(whole.relaxedNodes, 0);
     EXPECT_NEAR(whole.cost, s.cost, 1e-9);
   }
@@ -417,7 +425,7 @@ TEST(SolverTest, FallbackProvesInfeasibility) {
   // The first chain node wants the hub at 0, the last at 1.
   p.addEdge(hub, chain[0], {0, 0, kInf, kInf});
   p.addEdge(hub, chain[5], {kInf, kInf, 0, 0});
-  SolverOptions options;
+  SolverOptions options = asGiven();
   options.maxTableSize = 2;
   AssignmentSolution s = solveExact(p, options);
   EXPECT_FALSE(s.feasible);
@@ -504,7 +512,7 @@ TEST(SolverTest, FallbackOnTransformerWithHubs) {
       p.memoryBudget = 0.5 * most;
     }
     auto start = std::chrono::steady_clock::now();
-    AssignmentSolution s = solveExact(p);
+    AssignmentSolution s = solveExact(p, asGiven());
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -540,7 +548,7 @@ TEST(SolverTest, FallbackOnTransformerWithReplicatedHubsIsExact) {
       p.memoryBudget = 0.5 * most;
     }
     auto start = std::chrono::steady_clock::now();
-    AssignmentSolution s = solveExact(p);
+    AssignmentSolution s = solveExact(p, asGiven());
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -567,12 +575,12 @@ TEST(SolverTest, FallbackOnTransformerWithReplicatedHubsIsExact) {
 TEST(SolverTest, FallbackConditionsExhaustivelyWhenSmall) {
   std::mt19937 rng(0);
   AssignmentProblem p = transformer(rng, 24, 6, 3);
-  AssignmentSolution s = solveExact(p);
+  AssignmentSolution s = solveExact(p, asGiven());
   ASSERT_TRUE(s.feasible);
   EXPECT_EQ(s.relaxedNodes, 2);
   EXPECT_TRUE(s.exact);
   EXPECT_EQ(s.solves, 1 + 9); // the relaxation, then 3 x 3 assignments
-  SolverOptions options;
+  SolverOptions options = asGiven();
   options.maxConditioningSolves = 0;
   AssignmentSolution t = solveExact(p, options);
   ASSERT_TRUE(t.feasible);

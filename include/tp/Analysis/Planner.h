@@ -50,6 +50,12 @@ struct PlannerOptions {
   bool rematerialize = true;
   /// Split fused weights into their pieces first (FusedParams.h).
   bool splitFusedParams = true;
+  /// On a mesh with both data axes (axes that pin a non-parameter
+  /// argument) and other axes: an op with a factor of the pinned data
+  /// dimensions (the batch) puts a data axis on such a factor only. Ops
+  /// without one (weights, their gradients' updates, optimizer states)
+  /// keep every choice, so sharded optimizer states remain possible.
+  bool dataAxesOnBatch = true;
 };
 
 /// One layout change on a use, with the collectives that realise it.
@@ -112,6 +118,8 @@ struct Plan {
   double gap = 0;
   int relaxedNodes = 0;
   int solves = 0;
+  /// Strategies the solver removed as dominated before the elimination.
+  int prunedStrategies = 0;
   /// Ops cloned in phase 0 (Rematerialize.h), and fused weights split into
   /// pieces (FusedParams.h).
   int64_t rematerialized = 0;

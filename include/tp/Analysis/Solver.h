@@ -77,6 +77,9 @@ struct AssignmentSolution {
   /// Eliminations run: 1 or 2 for the exact path (two with a binding
   /// budget, see solveExact), more in the fallback.
   int solves = 0;
+  /// Choices removed as dominated before the elimination (of the pass
+  /// that produced the answer; SolverReduce.cpp).
+  int prunedChoices = 0;
 };
 
 struct SolverOptions {
@@ -91,6 +94,10 @@ struct SolverOptions {
   /// a cutset (see solveExact), whose eliminations obey the same limits.
   int64_t maxTableSize = int64_t(1) << 24;
   double maxWork = double(int64_t(1) << 25);
+  /// The same limit for the budget-free min-sum pass on flat tables
+  /// (SolverMinSum.cpp), which takes a few nanoseconds per unit of work
+  /// instead of tens: 2^29 is about two seconds.
+  double maxMinSumWork = double(int64_t(1) << 29);
   /// Fallback: when the picked nodes' choice counts multiply to at most
   /// this many assignments (and their solves fit maxFallbackWork), every
   /// one is solved and the answer is exact.
@@ -101,6 +108,10 @@ struct SolverOptions {
   /// elimination of the rest simulates to maxFallbackWork / 64.
   int maxFallbackSolves = 160;
   double maxFallbackWork = double(int64_t(1) << 25);
+  /// Remove dominated choices and fold single-choice nodes before the
+  /// elimination (SolverReduce.cpp); exact. Off only to test the
+  /// elimination and the fallback on the problem as given.
+  bool reduce = true;
   /// Fallback: subgradient steps on the Lagrangian relaxation.
   int lagrangeIterations = 48;
   /// Optional elimination groups, one per node: nodes of a lower group are
@@ -180,6 +191,14 @@ AssignmentSolution solveInOrder(const AssignmentProblem &problem,
                                 const SolverOptions &options,
                                 const std::vector<int> &order,
                                 double *effort = nullptr);
+
+/// Plain min-sum elimination (memory ignored) in a given order, on flat
+/// tables (SolverMinSum.cpp): the budget-free pass of solveInOrder. Returns
+/// exact = false, infeasible, when a table would exceed maxTableSize.
+AssignmentSolution solveMinSumInOrder(const AssignmentProblem &problem,
+                                      const std::vector<int> &order,
+                                      int64_t maxTableSize,
+                                      double *effort = nullptr);
 
 /// The fallback of solveExact for problems whose order does not fit;
 /// `plan` is the order simulated on the whole problem.

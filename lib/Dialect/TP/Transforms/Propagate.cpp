@@ -277,6 +277,7 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
     options.largeConstantBytes = largeConstantBytes;
     options.splitFusedParams = splitFusedParams;
     options.rematerialize = rematerialize;
+    options.dataAxesOnBatch = dataAxesOnBatch;
     return options;
   }
 

@@ -33,6 +33,7 @@ void mlir::tp::buildShardPipeline(OpPassManager &pm,
   propagate.largeConstantBytes = options.largeConstantBytes;
   propagate.splitFusedParams = options.splitFusedParams;
   propagate.rematerialize = options.rematerialize;
+  propagate.dataAxesOnBatch = options.dataAxesOnBatch;
   propagate.report = options.report;
   // Upstream shard annotations become pins; no-op without shard ops.
   pm.addPass(createImportShardPass());

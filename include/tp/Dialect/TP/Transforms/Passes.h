@@ -93,6 +93,11 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
       *this, "rematerialize",
       llvm::cl::desc("Copy cheap shared values per consumer before planning"),
       llvm::cl::init(true)};
+  Option<bool> dataAxesOnBatch{
+      *this, "data-axes-on-batch",
+      llvm::cl::desc("A data axis splits only the batch factors of the ops "
+                     "that have one"),
+      llvm::cl::init(true)};
   Option<bool> splitFusedParams{
       *this, "split-fused-params",
       llvm::cl::desc("Split fused weights into their pieces (tp.source)"),

@@ -90,6 +90,11 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
     Option<"rematerialize", "rematerialize", "bool", /*default=*/"true",
            "Give each consumer of a cheap shared value (a fill, an empty "
            "tensor, a mask) its own copy before planning">,
+    Option<"dataAxesOnBatch", "data-axes-on-batch", "bool",
+           /*default=*/"true",
+           "On a mesh with data axes (axes pinning a non-parameter input) "
+           "and other axes, a data axis splits only the batch factors of "
+           "the ops that have one">,
     Option<"splitFusedParams", "split-fused-params", "bool",
            /*default=*/"true",
            "Give each piece of a fused weight that the program slices apart "
