@@ -9,17 +9,64 @@
 # heads, ffn 11008, 4096 tokens, f32) of 1, 2, 4, 8 and 32 layers at tp=8
 # (TP_PLAN_LAYERS overrides the list).
 #
-#   bench/plan-time.sh [--train] [BUILD_DIR]
+# With --mesh: 2-D meshes (issue 19). tp-gen's Llama-3-8B (32 layers,
+# 2048 tokens per sequence, bf16, batch 8, 16 on 16 x 8) forward + loss and
+# training step on dp x tp = 8 x 1, 8 x 8 and 16 x 8 with the tokens pinned
+# over "dp" (batch-axis=dp), and Llama-2-70B's training step (80 layers,
+# batch 8) on 8 x 8; default memory constraint. TP_MESH_CASES overrides the
+# list ("preset:layers:batch:dp:tp:fwd|train ...").
+#
+#   bench/plan-time.sh [--train | --mesh] [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 train=0
+mesh=0
 if [[ "${1:-}" == "--train" ]]; then
   train=1
+  shift
+elif [[ "${1:-}" == "--mesh" ]]; then
+  mesh=1
   shift
 fi
 build=${1:-${TP_BUILD_DIR:-$root/build}}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+if (( mesh )); then
+  printf "%-11s %-6s %-5s %-6s %-6s %-7s %-8s %-8s %-6s %-7s %-9s %-8s %-6s\n" \
+    model graph batch mesh nodes strats pruned plan_s wall_s rss_MB front width exact
+  cases=${TP_MESH_CASES:-"llama3-8b:32:8:8:1:fwd llama3-8b:32:8:8:1:train \
+llama3-8b:32:8:8:8:fwd llama3-8b:32:8:8:8:train llama3-8b:32:16:16:8:fwd \
+llama3-8b:32:16:16:8:train llama2-70b:80:8:8:8:train"}
+  for c in $cases; do
+    IFS=: read -r preset layers batch dpn tpn graph <<<"$c"
+    extra=(--with-embedding --with-loss)
+    [[ $graph == train ]] && extra=(--train)
+    "$build/bin/tp-gen" --preset "$preset" --layers "$layers" --seq 2048 \
+      --batch "$batch" --dtype bf16 "${extra[@]}" -o "$tmp/m.mlir"
+    if ! /usr/bin/time -f "%e %M" -o "$tmp/time" "$build/bin/tp-opt" \
+        "$tmp/m.mlir" --tp-propagate="mesh-axes=dp=$dpn,tp=$tpn batch-axis=dp report=$tmp/r.json" \
+        -o /dev/null 2>"$tmp/err"; then
+      printf "%-11s %-6s %-5s %-6s did not plan: %s\n" "$preset" "$graph" "$batch" \
+        "${dpn}x${tpn}" "$(grep -m1 error "$tmp/err" | cut -c1-160)"
+      continue
+    fi
+    read -r wall rss < "$tmp/time"
+    python3 - "$tmp/r.json" "$preset" "$graph" "$batch" "${dpn}x${tpn}" "$wall" "$rss" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["functions"][0]
+s = r["solver"]
+print("%-11s %-6s %-5s %-6s %-6d %-7d %-8d %-8.2f %-6.2f %-7.0f %-9d %-8d %-6s" % (
+    sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], s["nodes"],
+    s["strategies"], s["pruned_strategies"], s["seconds"], float(sys.argv[6]),
+    int(sys.argv[7]) / 1024.0, s["largest_front"], s["width"],
+    "yes" if s["exact"] else "gap %.2g" % s["gap"]))
+PY
+  done
+  echo "plan_s: planner time from the report; wall_s, rss_MB: the whole tp-opt run."
+  echo "strats: strategies before dominance pruning; pruned: removed by it."
+  exit 0
+fi
 
 printf "%-7s %-9s %-10s %-10s %-10s %-8s %-7s %-12s %-11s\n" \
   layers ops nodes plan_s wall_s per_layer front peak_rss_MB collectives

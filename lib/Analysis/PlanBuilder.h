@@ -119,6 +119,15 @@ private:
   eliminationGroups(const AssignmentProblem &problem,
                     ArrayRef<std::pair<int, int>> dataflow);
   LayoutAttr producedLayout(Value value, int node, int strategy);
+  /// Program-order live intervals of the op nodes' results, and the peak
+  /// of live activation bytes under a choice (its bytes and point).
+  void computeLiveIntervals();
+  std::pair<double, int> activationPeak(const std::vector<int> &choice) const;
+  /// solveExact under an absolute budget on parameters plus the liveness
+  /// peak, by constraint generation (PlannerMemory.cpp).
+  AssignmentSolution solveWithLiveness(AssignmentProblem &problem,
+                                       const SolverOptions &options,
+                                       double budget);
   /// A remark naming the factor sizes that kept ops replicated because a
   /// mesh axis does not divide them (12 heads over 8 devices).
   void explainReplicated();
@@ -143,6 +152,13 @@ private:
   std::map<std::tuple<const void *, const void *, const void *>, double>
       reshardCache;
   double totalParamBytes = 0;
+  /// Per node: first and last program point its results live (-1 for
+  /// nodes that are not ops); the number of points.
+  std::vector<int> liveFirst, liveLast;
+  int numPoints = 0;
+  int livenessRounds = 0;
+  size_t livenessPoints = 0;
+  bool livenessConservative = false;
   int64_t paramDevices = 1;
   DenseSet<int> paramNodes; // nodes of parameters and constant weights
   /// Values that may be pending sums from a contraction: results of ops

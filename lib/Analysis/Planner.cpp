@@ -290,13 +290,11 @@ FailureOr<Plan> PlanBuilder::run() {
   AssignmentProblem problem;
   double budget = memoryBudget();
   problem.memoryBudget = budget;
-  bool countActivations = options.absoluteBudget.has_value();
   for (const Node &node : nodes) {
     std::vector<double> cost, memory;
     for (const Strategy &s : node.strategies) {
       cost.push_back(s.compute);
-      memory.push_back(s.paramBytes +
-                       (countActivations ? s.activationBytes : 0));
+      memory.push_back(s.paramBytes);
     }
     problem.addNode(cost, memory);
     plan.numStrategies += node.strategies.size();
@@ -307,7 +305,16 @@ FailureOr<Plan> PlanBuilder::run() {
 
   SolverOptions solverOptions;
   solverOptions.eliminationGroup = eliminationGroups(problem, dataflow);
-  AssignmentSolution solution = solveExact(problem, solverOptions);
+  computeLiveIntervals();
+  bool liveness = options.absoluteBudget.has_value() && budget != kInf;
+  AssignmentSolution solution =
+      liveness ? solveWithLiveness(problem, solverOptions, budget)
+               : solveExact(problem, solverOptions);
+  plan.memoryConstraint =
+      budget == kInf ? "none" : (liveness ? "liveness" : "parameters");
+  plan.livenessPoints = livenessPoints;
+  plan.livenessRounds = livenessRounds;
+  plan.livenessConservative = livenessConservative;
   plan.exact = solution.exact;
   plan.solverWidth = solution.width;
   plan.largestFront = solution.largestFront;
@@ -353,12 +360,20 @@ FailureOr<Plan> PlanBuilder::run() {
   plan.lowerBound = solution.lowerBound;
   plan.gap = solution.exact ? 0 : solution.gap;
   if (!solution.exact) {
+    std::string how =
+        solution.relaxedNodes
+            ? llvm::formatv("{0} hub nodes conditioned, {1} solves",
+                            solution.relaxedNodes, solution.solves)
+                  .str()
+            : llvm::formatv("Lagrangian bound of the memory budget, {0} "
+                            "solves",
+                            solution.solves)
+                  .str();
     std::string warning = llvm::formatv(
         "the plan of '{0}' is not proven optimal: modelled step time {1:e3} "
-        "s, lower bound {2:e3} s, relative gap {3:e2} ({4} hub nodes "
-        "conditioned, {5} solves)",
+        "s, lower bound {2:e3} s, relative gap {3:e2} ({4})",
         func.getSymName(), solution.cost, solution.lowerBound, solution.gap,
-        solution.relaxedNodes, solution.solves);
+        how);
     emitWarning(func.getLoc()) << warning;
     plan.remarks.push_back(warning);
   }
@@ -467,48 +482,9 @@ FailureOr<Plan> PlanBuilder::run() {
           r, index.getInt()));
   }
 
-  // Peak activation bytes per device along program order: a value lives
-  // from its definition to its last use; reshapes alias their operand.
-  {
-    DenseMap<Value, double> liveBytes;
-    DenseMap<Operation *, SmallVector<Value>> dies;
-    DenseMap<Operation *, const PlannedOp *> planned;
-    for (const PlannedOp &p : plan.ops)
-      planned[p.op] = &p;
-    Block &block = func.getBody().front();
-    for (Operation &op : block)
-      for (Value r : op.getResults()) {
-        Operation *last = nullptr;
-        for (Operation *user : r.getUsers()) {
-          Operation *top = block.findAncestorOpInBlock(*user);
-          if (top && (!last || last->isBeforeInBlock(top)))
-            last = top;
-        }
-        if (last)
-          dies[last].push_back(r);
-      }
-    double live = 0, peak = 0;
-    for (Operation &op : block) {
-      auto it = planned.find(&op);
-      if (it != planned.end()) {
-        std::string reason;
-        FailureOr<ShardingRule> rule = getShardingRule(&op, nullptr);
-        bool aliasing = succeeded(rule) && rule->viewLike;
-        if (!aliasing && !isa<AnnotateOp>(op))
-          for (auto [r, result] : llvm::enumerate(op.getResults())) {
-            double b = localBytes(result.getType(), it->second->resultLayouts[r]);
-            liveBytes[result] = b;
-            live += b;
-          }
-      }
-      peak = std::max(peak, live);
-      for (Value v : dies.lookup(&op)) {
-        live -= liveBytes.lookup(v);
-        liveBytes.erase(v);
-      }
-    }
-    totals.activationBytesPerDevice = peak;
-  }
+  // Peak activation bytes per device along program order (what an
+  // absolute budget bounds, PlannerMemory.cpp).
+  totals.activationBytesPerDevice = activationPeak(solution.choice).first;
 
   plan.planSeconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)

@@ -219,6 +219,16 @@ public:
   /// Front entries combined so far (a machine-independent measure of the
   /// time taken).
   double effort = 0;
+  /// Bound pruning (exact): with a feasible assignment of cost `upper`
+  /// known and any multiplier lambda >= 0, an entry (c, m) of a table
+  /// whose completions all cost at least
+  ///   c + lambda m + sum over the other tables of min(c' + lambda m')
+  ///     - lambda budget
+  /// more than `upper` cannot beat it (a feasible completion has memory
+  /// at most the budget, so the Lagrangian term is at most 0) and is
+  /// dropped. An empty result then means the known assignment is optimal.
+  double lambda = 0;
+  double upper = AssignmentProblem::kInfinity;
 
 private:
   int addTable(std::vector<int> scope, std::vector<Front> fronts);
@@ -249,6 +259,16 @@ private:
   std::vector<int> kept; // per scratch trace: its arena id, or -1
   bool building = false;
   bool thinned = false;
+  /// Per table, and summed over the live tables and finished fronts: the
+  /// least cost + lambda x memory of its entries (bound pruning).
+  std::vector<double> tableMin;
+  double liveMin = 0;
+  double frontMin(const Front &f) const {
+    double m = AssignmentProblem::kInfinity;
+    for (const Entry &e : f)
+      m = std::min(m, e.cost + lambda * e.memory);
+    return m;
+  }
   int width = 0;
   int largestFront = 0;
 };
@@ -430,6 +450,7 @@ namespace {
 
 int Eliminator::addTable(std::vector<int> scope, std::vector<Front> fronts) {
   if (scope.empty()) {
+    liveMin += frontMin(fronts.front());
     finished.push_back(std::move(fronts.front()));
     return -1;
   }
@@ -443,6 +464,13 @@ int Eliminator::addTable(std::vector<int> scope, std::vector<Front> fronts) {
   }
   t.fronts = std::move(fronts);
   int id = int(tables.size());
+  if (upper != AssignmentProblem::kInfinity) {
+    double least = AssignmentProblem::kInfinity;
+    for (const Front &f : t.fronts)
+      least = std::min(least, frontMin(f));
+    tableMin.push_back(least);
+    liveMin += least;
+  }
   for (int n : t.scope)
     tablesOf[n].push_back(id);
   for (int a : t.scope)
@@ -644,6 +672,15 @@ bool Eliminator::eliminate(int x) {
     }
   } else {
     building = true;
+    bool bounding = upper != AssignmentProblem::kInfinity;
+    double rest = 0;
+    if (bounding) {
+      rest = liveMin;
+      for (int t : involved)
+        rest -= tableMin[t];
+    }
+    // Rounding in the running sums: keep entries within 1e-9 of the bound.
+    double limit = upper + lambda * budget + 1e-9 * std::abs(upper);
     for (int64_t index = 0; index < size; ++index) {
       scratch.clear();
       kept.clear();
@@ -661,7 +698,9 @@ bool Eliminator::eliminate(int x) {
         Front mine;
         mine.reserve(acc.size());
         for (Entry &e : acc)
-          mine.push_back({e.cost, e.memory, record({x, value, e.trace, -1})});
+          if (!bounding || e.cost + lambda * e.memory + rest <= limit)
+            mine.push_back(
+                {e.cost, e.memory, record({x, value, e.trace, -1})});
         // Union with the other values' fronts: a merge of sorted lists.
         Front merged(best.size() + mine.size());
         std::merge(best.begin(), best.end(), mine.begin(), mine.end(),
@@ -686,6 +725,8 @@ bool Eliminator::eliminate(int x) {
     building = false;
   }
   for (int t : involved) {
+    if (upper != AssignmentProblem::kInfinity)
+      liveMin -= tableMin[t];
     tables[t].alive = false;
     // Decoding needs the arena only.
     std::vector<Front>().swap(tables[t].fronts);
@@ -694,11 +735,7 @@ bool Eliminator::eliminate(int x) {
     adjacency[n].erase(x);
   }
   adjacency[x].clear();
-  if (scope.empty()) {
-    finished.push_back(std::move(fronts.front()));
-  } else {
-    addTable(scope, std::move(fronts));
-  }
+  addTable(scope, std::move(fronts)); // an empty scope: a finished front
   return true;
 }
 
@@ -797,6 +834,151 @@ void detail::finishBounds(AssignmentSolution &s) {
       std::max(0.0, s.cost - s.lowerBound) / std::max(std::abs(s.cost), 1e-300);
 }
 
+namespace {
+
+struct LagrangeSearch {
+  /// The best plan within the budget found (feasible false: none).
+  AssignmentSolution best;
+  /// The best bound, and the multiplier that gave it.
+  double lowerBound = -AssignmentProblem::kInfinity;
+  double lambda = 0;
+  int solves = 0;
+};
+
+/// Maximises the Lagrangian dual L(lambda) = min over assignments of
+/// cost + lambda (memory - budget), lambda >= 0, with plain min-sum
+/// solves: L is concave and piecewise linear, each solve gives its value
+/// and a supporting line (the assignment's cost and memory). Multipliers
+/// grow by 8 from 0.1 x cost / memory of the budget-free optimum `free`
+/// until an assignment fits; then each step evaluates where the lines of
+/// the bracketing assignments (one over the budget, one within) cross,
+/// which is the dual optimum once no new line rises above them. Every
+/// value is a lower bound on the constrained optimum; every assignment
+/// within the budget is a plan. At most 4 x maxMinSumWork of work.
+LagrangeSearch searchLagrangian(const AssignmentProblem &problem,
+                                const SolverOptions &options,
+                                const std::vector<int> &order,
+                                const AssignmentSolution &free,
+                                double *effort) {
+  LagrangeSearch out;
+  double budget = problem.memoryBudget;
+  out.lowerBound = free.cost; // lambda = 0
+  double work = 0, limit = 4 * options.maxMinSumWork;
+  auto evaluate = [&](double lambda) {
+    AssignmentSolution s = detail::solveMinSumInOrder(
+        problem, order, options.maxTableSize, &work, lambda);
+    ++out.solves;
+    if (!s.feasible)
+      return s;
+    double bound = s.cost + lambda * (s.memory - budget);
+    if (bound > out.lowerBound) {
+      out.lowerBound = bound;
+      out.lambda = lambda;
+    }
+    if (s.memory <= budget && (!out.best.feasible || s.cost < out.best.cost))
+      out.best = s;
+    return s;
+  };
+  auto closed = [&] {
+    return out.best.feasible &&
+           out.best.cost - out.lowerBound <= 1e-9 * std::abs(out.best.cost);
+  };
+  AssignmentSolution over = free, within;
+  double lambda = 0.1 * std::max(std::abs(free.cost), 1e-300) /
+                  std::max(free.memory, 1.0);
+  for (int i = 0; i < 40 && work < limit; ++i, lambda *= 8) {
+    AssignmentSolution s = evaluate(lambda);
+    if (!s.feasible)
+      return out;
+    if (s.memory <= budget) {
+      within = s;
+      break;
+    }
+    over = s;
+  }
+  if (!within.feasible)
+    return out;
+  for (int i = 0; i < 40 && work < limit && !closed(); ++i) {
+    double dm = over.memory - within.memory;
+    if (dm <= 0)
+      break;
+    double cross = std::max(0.0, (within.cost - over.cost) / dm);
+    double line = over.cost + cross * (over.memory - budget);
+    AssignmentSolution s = evaluate(cross);
+    if (!s.feasible)
+      break;
+    double value = s.cost + cross * (s.memory - budget);
+    if (value >= line - 1e-12 * std::abs(line))
+      break; // no line above the crossing: the dual optimum
+    (s.memory <= budget ? within : over) = s;
+  }
+  if (effort)
+    *effort += work;
+  return out;
+}
+
+/// The constrained problem once the budget-free optimum `free` is known
+/// not to fit: the Lagrangian search (min-sum solves in `lagrangeOrder`),
+/// then, when `pareto` (`order` fits maxWork), the elimination with Pareto
+/// fronts in `order`, pruned by the best multiplier and plan. Without
+/// `pareto` the Lagrangian's best plan is returned with its gap.
+AssignmentSolution solveBudgeted(const AssignmentProblem &problem,
+                                 const SolverOptions &options,
+                                 const std::vector<int> &lagrangeOrder,
+                                 const std::vector<int> &order,
+                                 const AssignmentSolution &free, bool pareto,
+                                 double *effort) {
+  LagrangeSearch lagrange =
+      searchLagrangian(problem, options, lagrangeOrder, free, effort);
+  double lowerBound = std::max(free.cost, lagrange.lowerBound);
+  if (lagrange.best.feasible &&
+      (!pareto || lagrange.best.cost - lowerBound <=
+                      1e-9 * std::abs(lagrange.best.cost))) {
+    AssignmentSolution s = lagrange.best;
+    s.exact = lagrange.best.cost - lowerBound <=
+              1e-9 * std::abs(lagrange.best.cost);
+    s.lowerBound = lowerBound;
+    s.solves = 1 + lagrange.solves;
+    s.width = free.width;
+    detail::finishBounds(s);
+    return s;
+  }
+  if (!pareto) {
+    AssignmentSolution none; // no plan found, none proven impossible
+    none.exact = false;
+    none.solves = 1 + lagrange.solves;
+    none.lowerBound = lowerBound;
+    detail::finishBounds(none);
+    return none;
+  }
+  Eliminator second(problem, options, problem.memoryBudget);
+  if (lagrange.best.feasible) {
+    second.lambda = lagrange.lambda;
+    second.upper = lagrange.best.cost;
+  }
+  AssignmentSolution bounded = second.run(order);
+  if (effort)
+    *effort += second.effort;
+  if (lagrange.best.feasible &&
+      (!bounded.feasible || lagrange.best.cost <= bounded.cost)) {
+    // Nothing beat the Lagrangian plan: optimal when the pass was exact
+    // (every entry it dropped cost more than that plan).
+    bool exact = bounded.exact;
+    int width = bounded.width, front = bounded.largestFront;
+    bounded = lagrange.best;
+    bounded.exact = exact;
+    bounded.width = width;
+    bounded.largestFront = front;
+  }
+  bounded.solves = 2 + lagrange.solves;
+  bounded.width = std::max(bounded.width, free.width);
+  bounded.lowerBound = lowerBound;
+  detail::finishBounds(bounded);
+  return bounded;
+}
+
+} // namespace
+
 AssignmentSolution detail::solveInOrder(const AssignmentProblem &problem,
                                         const SolverOptions &options,
                                         const std::vector<int> &order,
@@ -816,23 +998,14 @@ AssignmentSolution detail::solveInOrder(const AssignmentProblem &problem,
   // under it (the budget only removes assignments); a training step's
   // optimum usually fits (sharding pays for itself through the gradient
   // and optimizer traffic), a forward graph's does not (replicated weights
-  // need no communication at all), and then this pass costs a fraction of
-  // the constrained one. An infeasible or abandoned first pass is final:
-  // the budget cannot add assignments, and both passes build the same
-  // tables.
+  // need no communication at all). An infeasible or abandoned first pass
+  // is final: the budget cannot add assignments.
   if (!free.feasible || (free.exact && free.memory <= budget)) {
     finishBounds(free);
     return free;
   }
-  Eliminator second(problem, options, budget);
-  AssignmentSolution bounded = second.run(order);
-  if (effort)
-    *effort += second.effort;
-  bounded.solves = 2;
-  bounded.width = std::max(bounded.width, free.width);
-  bounded.lowerBound = free.cost;
-  finishBounds(bounded);
-  return bounded;
+  return solveBudgeted(problem, options, order, order, free, /*pareto=*/true,
+                       effort);
 }
 
 namespace {
@@ -862,26 +1035,6 @@ AssignmentSolution solvePlanned(const AssignmentProblem &p,
   // Hubs (values read across all layers) or plain width: condition on a
   // cutset instead (SolverFallback.cpp).
   return detail::solveByConditioning(p, o, plan);
-}
-
-/// Reduces `problem` (SolverReduce.cpp), solves the rest, maps back.
-AssignmentSolution solveReduced(const AssignmentProblem &problem,
-                                const SolverOptions &options,
-                                bool respectMemory, int &pruned) {
-  detail::ProblemReduction red =
-      detail::reduceProblem(problem, respectMemory, options.eliminationGroup);
-  pruned = red.prunedChoices;
-  // A node with no usable choice, or the folded nodes' memory alone over
-  // the budget: proven infeasible.
-  if (red.infeasible || red.problem.memoryBudget < 0) {
-    AssignmentSolution none;
-    detail::finishBounds(none);
-    return none;
-  }
-  AssignmentSolution s = detail::expandSolution(
-      problem, red, solvePlanned(red.problem, options, red.groups));
-  detail::finishBounds(s);
-  return s;
 }
 
 } // namespace
@@ -946,9 +1099,56 @@ AssignmentSolution mlir::tp::solveExact(const AssignmentProblem &problem,
     return s;
   }
 
-  // Pass 2: the budget binds; dominance now respects memory.
+  // Pass 2: the budget binds; dominance now respects memory. The
+  // Lagrangian search needs only min-sum orders; the Pareto pass the
+  // tighter limit; without either, the conditioning fallback.
   int pruned = 0;
-  AssignmentSolution bounded = solveReduced(problem, options, true, pruned);
+  AssignmentSolution bounded;
+  detail::ProblemReduction red1 =
+      detail::reduceProblem(problem, true, options.eliminationGroup);
+  pruned = red1.prunedChoices;
+  if (red1.infeasible || red1.problem.memoryBudget < 0) {
+    detail::finishBounds(bounded); // proven infeasible
+  } else {
+    const AssignmentProblem &p1 = red1.problem;
+    int m1 = p1.numNodes();
+    std::vector<int> choices1(m1);
+    for (int i = 0; i < m1; ++i)
+      choices1[i] = p1.numChoices(i);
+    std::vector<std::set<int>> adjacency1(m1);
+    for (const AssignmentProblem::Edge &e : p1.edges) {
+      adjacency1[e.u].insert(e.v);
+      adjacency1[e.v].insert(e.u);
+    }
+    detail::OrderPlan minSumPlan =
+        detail::planOrder(choices1, adjacency1, red1.groups,
+                          options.maxTableSize, options.maxMinSumWork);
+    AssignmentSolution reduced;
+    bool solved = false;
+    if (minSumPlan.fits) {
+      AssignmentSolution free1 = detail::solveMinSumInOrder(
+          p1, minSumPlan.order, options.maxTableSize);
+      free1.lowerBound = free1.cost;
+      if (!free1.feasible || free1.memory <= p1.memoryBudget) {
+        reduced = free1; // proven infeasible, or optimal within the budget
+        solved = true;
+      } else {
+        detail::OrderPlan paretoPlan =
+            detail::planOrder(choices1, adjacency1, red1.groups,
+                              options.maxTableSize, options.maxWork);
+        reduced = solveBudgeted(p1, options, minSumPlan.order,
+                                paretoPlan.order, free1, paretoPlan.fits,
+                                nullptr);
+        solved = reduced.feasible || reduced.exact;
+      }
+    }
+    if (!solved) {
+      SolverOptions o = options;
+      reduced = solvePlanned(p1, o, red1.groups);
+    }
+    bounded = detail::expandSolution(problem, red1, reduced);
+    detail::finishBounds(bounded);
+  }
   bounded.prunedChoices = pruned;
   if (freeExact) {
     bounded.solves += free.solves;

@@ -245,7 +245,9 @@ void Conditioner::pickCutset(const OrderPlan &whole) {
   // contribution times 1 - 1 / its choices), among the first oversized
   // table's scope if there is one, else among all: a hub, when there is
   // one, is in every table.
-  auto pick = [&](const OrderPlan &plan) {
+  // `count` > 1 takes that many of the best at once (one simulation for
+  // several picks, on large graphs).
+  auto pickMany = [&](const OrderPlan &plan, int count) {
     std::vector<int> all;
     const std::vector<int> *candidates = &plan.worstScope;
     if (plan.maxTable <= options.maxTableSize) {
@@ -253,20 +255,25 @@ void Conditioner::pickCutset(const OrderPlan &whole) {
         all.push_back(int(j));
       candidates = &all;
     }
-    int best = -1;
-    double score = -1;
+    std::vector<std::pair<double, int>> scored;
     for (int j : *candidates) {
       int x = kept[j];
       // (A node of one choice saves only its own elimination.)
       double s = choices[x] > 1
                      ? plan.contribution[j] * (1.0 - 1.0 / choices[x])
                      : 1e-9 * plan.contribution[j];
-      if (s > score) {
-        score = s;
-        best = x;
-      }
+      scored.push_back({-s, x});
     }
-    return best;
+    count = std::min<int>(count, scored.size());
+    std::partial_sort(scored.begin(), scored.begin() + count, scored.end());
+    std::vector<int> out;
+    for (int i = 0; i < count; ++i)
+      out.push_back(scored[i].second);
+    return out;
+  };
+  auto pick = [&](const OrderPlan &plan) {
+    std::vector<int> one = pickMany(plan, 1);
+    return one.empty() ? -1 : one.front();
   };
   // Exhaustive conditioning on S costs (its choice counts' product) x
   // (one solve of the rest), a solve combining some 4 front entries per
@@ -280,18 +287,24 @@ void Conditioner::pickCutset(const OrderPlan &whole) {
   };
   // First the nodes without which one elimination fits the limits of the
   // exact solver.
+  // On large graphs each simulation is costly: once 16 nodes are out, take
+  // out an eighth of as many again per simulation.
   OrderPlan plan = whole;
   while (!plan.fits) {
-    int x = pick(plan);
-    if (x < 0)
+    std::vector<int> xs = pickMany(plan, std::max<int>(1, int(S.size()) / 8 *
+                                                             (S.size() >= 16)));
+    if (xs.empty())
       break; // nothing left to take out
-    removed[x] = true;
-    S.push_back(x);
+    for (int x : xs) {
+      removed[x] = true;
+      S.push_back(x);
+    }
     plan = planWithout(removed, kept);
   }
   // Put back what the rest does not need (a node picked early that later
-  // picks made unnecessary), latest first.
-  for (int k = int(S.size()) - 1; k >= 0; --k) {
+  // picks made unnecessary), latest first; at most 64 tries.
+  for (int k = int(S.size()) - 1, tries = 0; k >= 0 && tries < 64;
+       --k, ++tries) {
     removed[S[k]] = false;
     OrderPlan trial = planWithout(removed, trialKept);
     if (trial.fits && trial.work <= 1.1 * plan.work) {

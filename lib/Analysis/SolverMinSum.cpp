@@ -11,7 +11,9 @@
 // running offset per input table, updated by a stride when a digit moves:
 // the inner loop over the eliminated node's values is a sum of loads.
 // Ties go to the lowest value, as in the front-based elimination, so both
-// give the same plan.
+// give the same plan. With a multiplier lambda the node costs become
+// cost + lambda x memory: the Lagrangian relaxation of the budget that
+// Solver.cpp searches before the constrained pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,7 +47,7 @@ struct Eliminated {
 AssignmentSolution detail::solveMinSumInOrder(const AssignmentProblem &p,
                                               const std::vector<int> &order,
                                               int64_t maxTableSize,
-                                              double *effort) {
+                                              double *effort, double lambda) {
   AssignmentSolution solution;
   int n = p.numNodes();
   std::vector<FlatTable> tables;
@@ -72,7 +74,11 @@ AssignmentSolution detail::solveMinSumInOrder(const AssignmentProblem &p,
   for (int i = 0; i < n; ++i) {
     if (p.numChoices(i) == 0 || p.numChoices(i) > 65535)
       return solution;
-    add({i}, p.nodeCost[i]);
+    std::vector<double> cost = p.nodeCost[i];
+    if (lambda != 0)
+      for (size_t c = 0; c < cost.size(); ++c)
+        cost[c] += lambda * p.nodeMemory[i][c];
+    add({i}, std::move(cost));
   }
   for (const AssignmentProblem::Edge &e : p.edges) {
     if (e.u < e.v) {

@@ -120,6 +120,14 @@ struct Plan {
   int solves = 0;
   /// Strategies the solver removed as dominated before the elimination.
   int prunedStrategies = 0;
+  /// What the memory budget bounds: "none", "parameters" (the default
+  /// share) or "liveness" (an absolute budget over parameters and the
+  /// activations' liveness peak: program points constrained, solver
+  /// rounds, and whether it fell back to counting every activation).
+  std::string memoryConstraint = "none";
+  int livenessPoints = 0;
+  int livenessRounds = 0;
+  bool livenessConservative = false;
   /// Ops cloned in phase 0 (Rematerialize.h), and fused weights split into
   /// pieces (FusedParams.h).
   int64_t rematerialized = 0;

@@ -195,10 +195,14 @@ AssignmentSolution solveInOrder(const AssignmentProblem &problem,
 /// Plain min-sum elimination (memory ignored) in a given order, on flat
 /// tables (SolverMinSum.cpp): the budget-free pass of solveInOrder. Returns
 /// exact = false, infeasible, when a table would exceed maxTableSize.
+/// With `lambda`, minimises cost + lambda x memory instead (the
+/// Lagrangian of the budget); the solution's cost and memory are the
+/// problem's own.
 AssignmentSolution solveMinSumInOrder(const AssignmentProblem &problem,
                                       const std::vector<int> &order,
                                       int64_t maxTableSize,
-                                      double *effort = nullptr);
+                                      double *effort = nullptr,
+                                      double lambda = 0);
 
 /// The fallback of solveExact for problems whose order does not fit;
 /// `plan` is the order simulated on the whole problem.

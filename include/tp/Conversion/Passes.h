@@ -65,6 +65,12 @@ struct LowerGPUOptions : public PassPipelineOptions<LowerGPUOptions> {
       llvm::cl::desc("CUDA toolkit folder (ptxas, libdevice); default "
                      "$CUDA_HOME, else /usr/local/cuda"),
       llvm::cl::init("")};
+  PassOptions::Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Replace attention by one fused online-softmax kernel "
+                     "(tp-fuse-attention); false keeps the two GEMMs around "
+                     "the materialised scores"),
+      llvm::cl::init(true)};
   PassOptions::Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("Stop early, for inspection: 'gemm' (GEMM calls on "

@@ -184,4 +184,51 @@ def MergeGPUModulesPass : Pass<"tp-merge-gpu-modules", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def FuseAttentionPass : Pass<"tp-fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "Replace attention (scores, scale, mask, softmax, times V) "
+                "by one fused online-softmax kernel";
+  let description = [{
+    Recognises attention on tensors, in the spellings tp-gen and torch-mlir
+    produce (docs/passes/lower-gpu.md, "Fused attention"): a contraction
+    Q·K^T over the head dimension (linalg.generic or a batch matmul, through
+    reshapes, transposes and GQA broadcasts), a chain of elementwise ops on
+    the scores (scale, additive mask tensor, causal or window mask from
+    `linalg.index` compares), a row softmax over the keys (max, exp of the
+    difference, sum, division) and the product with V. The subgraph becomes
+    a call of a generated function that never materialises the
+    `[batch, heads, seq, seq]` scores: one warp per query row (`target=gpu`,
+    a `gpu.launch`), or loops (`target=loops`, the same algorithm on the
+    host, for the CPU numerics check), with an online softmax over the keys
+    in f32.
+
+    ```mlir
+    // before
+    %s = linalg.generic ... ins(%q, %k) ...   // [b, h, s, s]
+    ... scale, mask, max, exp, sum, div ...
+    %o = linalg.generic ... ins(%p, %v) ...
+    // after
+    %qb = bufferization.to_buffer %q ...
+    call @tp_fused_attention_0(%qb, %kb, %vb, %ob)
+    %o = bufferization.to_tensor %ob restrict writable
+    ```
+
+    What does not match stays as it is; a candidate (a contraction whose
+    operand comes from a softmax) that fails gets a remark
+    `attention not fused: <reason>`. Preconditions: static shapes, on
+    tensors, after tp-decompose-aggregates and before tp-gemm-to-runtime.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"gpu\"",
+           "gpu (a gpu.launch, one warp per query row) or loops (scf loops "
+           "on the host, the same algorithm)">
+  ];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::affine::AffineDialect"
+  ];
+}
+
 #endif // TP_CONVERSION_PASSES_TD

@@ -164,6 +164,9 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   // for each in-place use. Softmax and elementwise ops on tensors become
   // linalg first, so that they fuse.
   pm.addPass(createDecomposeAggregatesPass());
+  // Attention first, before its two products become GEMM calls.
+  if (options.fuseAttention)
+    pm.addPass(createFuseAttentionPass());
   pm.addPass(createGemmToRuntimePass());
   pm.addPass(createConvertTPToRuntimePass());
   pm.addPass(createCanonicalizerPass());

@@ -5,10 +5,12 @@ collectives against runtime collective calls, and kernel launches
 (stop-after=kernels) against PTX entry points.
 
 Usage: lower-gpu-count.py INPUT.mlir KERNELS.mlir LOWERED.mlir
-Prints six lines, 'name: count', that the test compares with FileCheck
+Prints seven lines, 'name: count', that the test compares with FileCheck
 variables. The contraction test is independent of the compiler's: a
 linalg.generic with a reduction iterator, two inputs, and a body made of
-exactly one multiplication and one addition.
+exactly one multiplication and one addition. Each fused attention
+(a call of @tp_fused_attention_*, tp-fuse-attention) counts as the two GEMM
+calls of its products; the last line says how many there are.
 """
 import re
 import sys
@@ -38,8 +40,10 @@ def count_matmul_family(text):
 def main():
     source, kernels, lowered = (open(p).read() for p in sys.argv[1:4])
     print("matmul-family ops: %d" % count_matmul_family(source))
-    print("gemm calls: %d" % len(re.findall(
-        r"llvm\.call @tprt_mlir_(?:batched_)?gemm_", lowered)))
+    # A fused attention (tp-fuse-attention) stands for its two products.
+    fused = len(re.findall(r"call @tp_fused_attention_\d+\(", kernels))
+    print("gemm calls: %d" % (len(re.findall(
+        r"llvm\.call @tprt_mlir_(?:batched_)?gemm_", lowered)) + 2 * fused))
     print("collectives: %d" % len(re.findall(
         r"\btp\.(?:all_reduce|all_gather|reduce_scatter|all_to_all|slice)\b",
         source)))
@@ -48,6 +52,7 @@ def main():
         r"all_to_all|slice)_", lowered)))
     print("kernel launches: %d" % len(re.findall(r"gpu\.launch_func\b", kernels)))
     print("ptx entries: %d" % len(re.findall(r"\.entry ", lowered)))
+    print("fused attentions: %d" % fused)
 
 
 if __name__ == "__main__":
