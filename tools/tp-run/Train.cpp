@@ -32,7 +32,8 @@ cl::opt<bool> train(
              "tp-gen --train; --steps K runs K steps (each fed the previous "
              "step's updated parameters and optimizer state) and --check "
              "compares the loss curve with the unsharded run's, step by "
-             "step (--tolerance, default 1e-4)"),
+             "step (--tolerance, default 1e-4); with --dp the ranks split "
+             "the batch and the plan sums the gradients over \"dp\""),
     cl::cat(category()));
 
 [[noreturn]] void fail(const Twine &message) {

@@ -18,6 +18,9 @@
 //    way and compares every output; for a training step (results with
 //    tp.updates; --train generates one, Train.h) --steps K are K training
 //    steps and the two loss curves are compared step by step instead.
+//    --dp D makes the N devices a [D, N/D] mesh with the inputs split over
+//    "dp" by rows; what that does to a training step (gradients summed
+//    over "dp", optimizer state sharded over it) is the plan's decision.
 // 5. Prints the plan summary, the runner's report and the comparison.
 //
 // Buffers are named (model.json "name", the tensor a --checkpoint or
@@ -93,11 +96,14 @@ static cl::opt<std::string>
              cl::init("2"), cl::cat(category));
 /// --tp as a number (0 with --tp auto).
 static int devices = 2;
-static cl::opt<int> dp("dp",
-                       cl::desc("Data-parallel degree: a [dp, tp] mesh with "
-                                "every input split over \"dp\" on its first "
-                                "dimension (default 1: a 1-D tp mesh)"),
-                       cl::init(1), cl::cat(category));
+static cl::opt<int> dp(
+    "dp",
+    cl::desc("Data-parallel degree: the --tp devices form a [dp, tp/dp] "
+             "mesh (--tp 4 --dp 2: 2 x 2) and every input that is not a "
+             "parameter is split over \"dp\" on its first dimension; a "
+             "training step's weight gradients are then summed over \"dp\" "
+             "by the plan (docs/training.md). Default 1: a 1-D tp mesh"),
+    cl::init(1), cl::cat(category));
 static cl::opt<std::string> backend(
     "backend",
     cl::desc("Execution backend: cpu (ranks are processes), cuda (one GPU "
@@ -529,6 +535,38 @@ int runProgram(StringRef program, ArrayRef<std::string> args,
   return done.ReturnCode;
 }
 
+/// The unsharded program of a --dp model that declares its [dp, tp] mesh
+/// @mesh (to pin layouts on it): the same program without the pins (a
+/// layout never changes a value) and without the mesh, for tp=1.
+void dropDataMesh(ModuleOp module) {
+  auto mesh = dyn_cast_or_null<tp::MeshOp>(
+      SymbolTable::lookupSymbolIn(module, "mesh"));
+  if (!mesh)
+    return;
+  auto onMesh = [](Attribute a) {
+    auto layout = dyn_cast_or_null<tp::LayoutAttr>(a);
+    return layout && layout.getMesh().getValue() == "mesh";
+  };
+  for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (onMesh(fn.getArgAttr(i, "tp.layout")))
+        fn.removeArgAttr(i, "tp.layout");
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      if (onMesh(fn.getResultAttr(i, "tp.layout")))
+        fn.removeResultAttr(i, StringAttr::get(fn.getContext(), "tp.layout"));
+    fn.walk([&](tp::AnnotateOp pin) {
+      if (!onMesh(pin.getLayout()))
+        return;
+      pin.getResult().replaceAllUsesWith(pin.getInput());
+      pin.erase();
+    });
+  }
+  if (!SymbolTable::symbolKnownUseEmpty(mesh, module))
+    die("the model uses its tp.mesh @mesh beyond layout pins; tp-run "
+        "--check cannot build its unsharded program");
+  mesh.erase();
+}
+
 /// Shards, lowers and builds one program into `dir`; returns model.json.
 llvm::json::Object compile(MLIRContext &context, StringRef source,
                            StringRef sourceName, int devices, StringRef dir,
@@ -547,23 +585,52 @@ llvm::json::Object compile(MLIRContext &context, StringRef source,
   // first (batch) dimension; the planner does the rest.
   std::string meshOption = ("tp=" + Twine(devices)).str();
   int64_t dataDevices = devices == 1 ? 1 : dp;
+  if (devices == 1 && dp > 1)
+    dropDataMesh(*module);
   if (dataDevices > 1) {
     if (devices % dataDevices != 0)
       die(llvm::formatv("--dp {0} does not divide --tp {1} devices",
                         dataDevices, devices));
     OpBuilder builder = OpBuilder::atBlockBegin(module->getBody());
-    tp::MeshOp::create(builder, module->getLoc(),
-                       builder.getStringAttr("mesh"),
-                       builder.getStrArrayAttr({"dp", "tp"}),
-                       builder.getDenseI64ArrayAttr(
-                           {dataDevices, devices / dataDevices}));
+    SmallVector<int64_t> shape = {dataDevices, devices / dataDevices};
+    // A model may declare the mesh itself, to pin layouts on it (as
+    // `tp-opt --tp-propagate=mesh-axes=dp=D,tp=T` writes it).
+    auto declared = SymbolTable::lookupSymbolIn(*module, "mesh");
+    if (auto mesh = dyn_cast_or_null<tp::MeshOp>(declared)) {
+      SmallVector<std::string> names;
+      for (Attribute a : mesh.getAxisNames())
+        names.push_back(cast<StringAttr>(a).str());
+      if (names != SmallVector<std::string>{"dp", "tp"} ||
+          SmallVector<int64_t>(mesh.getShape()) != shape)
+        die(llvm::formatv("the model declares tp.mesh @mesh, which is not "
+                          "the [\"dp\" = {0}, \"tp\" = {1}] mesh that "
+                          "--tp {2} --dp {0} runs on",
+                          shape[0], shape[1], devices));
+    } else if (declared) {
+      die("the model declares a symbol @mesh that is not a tp.mesh; --dp "
+          "needs that name for its mesh");
+    } else {
+      tp::MeshOp::create(builder, module->getLoc(),
+                         builder.getStringAttr("mesh"),
+                         builder.getStrArrayAttr({"dp", "tp"}),
+                         builder.getDenseI64ArrayAttr(shape));
+    }
     func::FuncOp fn = getEntry(*module);
     auto meshRef = FlatSymbolRefAttr::get(&context, "mesh");
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
       if (!type || fn.getArgAttr(i, "tp.param") || type.getRank() == 0 ||
-          type.getDimSize(0) % dataDevices != 0)
+          fn.getArgAttr(i, "tp.layout")) // pinned by the model
         continue;
+      if (type.getDimSize(0) % dataDevices != 0) {
+        // Still correct (the input is replicated), but not data parallel.
+        llvm::errs() << llvm::formatv(
+            "tp-run: warning: input #{0} has {1} rows (its first "
+            "dimension), which --dp {2} does not divide: it stays "
+            "replicated\n",
+            i, type.getDimSize(0), dataDevices);
+        continue;
+      }
       SmallVector<SmallVector<StringAttr>> dims(type.getRank());
       dims[0].push_back(builder.getStringAttr("dp"));
       fn.setArgAttr(i, "tp.layout",
@@ -737,6 +804,9 @@ int main(int argc, char **argv) {
                       int(devices), kMaxRanks));
   if (dp < 1)
     die("--dp must be at least 1");
+  if (!autoTP && devices % dp != 0)
+    die(llvm::formatv("--dp {0} does not divide --tp {1} devices", int(dp),
+                      devices));
   if (steps < 1)
     die(llvm::formatv("--steps {0} must be at least 1", int(steps)));
   if (timeoutSeconds < 0)
@@ -875,11 +945,6 @@ int main(int argc, char **argv) {
   if (tprun::trainRequested() && !training)
     die("--train: the model is not a training step (no result carries "
         "tp.updates; generate it with tp-gen --train)");
-  if (training && dp > 1)
-    die(llvm::formatv("--dp {0}: a training step's gradients are not "
-                      "reduced over \"dp\" (docs/training.md); run it "
-                      "with --tp only",
-                      int(dp)));
   std::string dir1 = (work + "/tp1").str();
   if (check) {
     llvm::sys::fs::create_directories(dir1);
@@ -888,7 +953,11 @@ int main(int argc, char **argv) {
 
   // Plan summary.
   llvm::outs() << "tp-run: model " << inputFile << ", " << devices
-               << " devices, work folder " << work << "\n";
+               << " devices";
+  if (dp > 1)
+    llvm::outs() << llvm::formatv(" (mesh dp={0} x tp={1})", int(dp),
+                                  devices / dp);
+  llvm::outs() << ", work folder " << work << "\n";
   if (auto *c = model.getObject("collectives"))
     llvm::outs() << llvm::formatv(
         "plan: {0} all-reduce, {1} all-gather, {2} reduce-scatter, {3} "
