@@ -1010,11 +1010,9 @@ AssignmentSolution detail::solveInOrder(const AssignmentProblem &problem,
 
 namespace {
 
-/// Plans the order on `p` and eliminates in it, or falls back to
-/// conditioning when the order does not fit.
-AssignmentSolution solvePlanned(const AssignmentProblem &p,
-                                const SolverOptions &options,
-                                const std::vector<int> &groups) {
+/// The choice counts and adjacency of `p`'s graph, as planOrder reads them.
+std::pair<std::vector<int>, std::vector<std::set<int>>>
+graphOf(const AssignmentProblem &p) {
   int n = p.numNodes();
   std::vector<int> choices(n);
   for (int i = 0; i < n; ++i)
@@ -1024,6 +1022,15 @@ AssignmentSolution solvePlanned(const AssignmentProblem &p,
     adjacency[e.u].insert(e.v);
     adjacency[e.v].insert(e.u);
   }
+  return {std::move(choices), std::move(adjacency)};
+}
+
+/// Plans the order on `p` and eliminates in it, or falls back to
+/// conditioning when the order does not fit.
+AssignmentSolution solvePlanned(const AssignmentProblem &p,
+                                const SolverOptions &options,
+                                const std::vector<int> &groups) {
+  auto [choices, adjacency] = graphOf(p);
   SolverOptions o = options;
   o.eliminationGroup = groups;
   // Decided before any table is built: the simulated order tells the size
@@ -1065,15 +1072,7 @@ AssignmentSolution mlir::tp::solveExact(const AssignmentProblem &problem,
     detail::finishBounds(none);
     return none;
   }
-  int m = red.problem.numNodes();
-  std::vector<int> choices(m);
-  for (int i = 0; i < m; ++i)
-    choices[i] = red.problem.numChoices(i);
-  std::vector<std::set<int>> adjacency(m);
-  for (const AssignmentProblem::Edge &e : red.problem.edges) {
-    adjacency[e.u].insert(e.v);
-    adjacency[e.v].insert(e.u);
-  }
+  auto [choices, adjacency] = graphOf(red.problem);
   detail::OrderPlan plan =
       detail::planOrder(choices, adjacency, red.groups, options.maxTableSize,
                         options.maxMinSumWork);
@@ -1111,15 +1110,7 @@ AssignmentSolution mlir::tp::solveExact(const AssignmentProblem &problem,
     detail::finishBounds(bounded); // proven infeasible
   } else {
     const AssignmentProblem &p1 = red1.problem;
-    int m1 = p1.numNodes();
-    std::vector<int> choices1(m1);
-    for (int i = 0; i < m1; ++i)
-      choices1[i] = p1.numChoices(i);
-    std::vector<std::set<int>> adjacency1(m1);
-    for (const AssignmentProblem::Edge &e : p1.edges) {
-      adjacency1[e.u].insert(e.v);
-      adjacency1[e.v].insert(e.u);
-    }
+    auto [choices1, adjacency1] = graphOf(p1);
     detail::OrderPlan minSumPlan =
         detail::planOrder(choices1, adjacency1, red1.groups,
                           options.maxTableSize, options.maxMinSumWork);
