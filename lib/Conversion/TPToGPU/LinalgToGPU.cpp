@@ -124,6 +124,26 @@ gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t blocks,
   return launch;
 }
 
+/// One block per row of `rowLength` elements (a power of two of threads,
+/// a warp to a full block), over rows indexed by `rowRanges`: the launch,
+/// the thread index and the row's indices. The builder is left inside.
+struct RowLaunch {
+  gpu::LaunchOp launch;
+  Value tid;
+  SmallVector<Value> rowIvs;
+  int64_t threads;
+};
+RowLaunch createRowLaunch(OpBuilder &b, Location loc,
+                          ArrayRef<int64_t> rowRanges, int64_t rowLength) {
+  RowLaunch r;
+  r.threads = std::min(kThreadsPerBlock,
+                       std::max(kWarp, int64_t(llvm::PowerOf2Ceil(rowLength))));
+  r.launch = createLaunch(b, loc, product(rowRanges), r.threads);
+  r.tid = r.launch.getThreadIds().x;
+  r.rowIvs = delinearize(b, loc, r.launch.getBlockIds().x, rowRanges);
+  return r;
+}
+
 /// The gpu.all_reduce kind of a combiner op, if it has one.
 std::optional<gpu::AllReduceOperation> getAllReduceKind(Operation *op) {
   using K = gpu::AllReduceOperation;
@@ -451,17 +471,13 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
       numParallel);
   ArrayRef<int64_t> reductionRanges =
       ArrayRef<int64_t>(ranges).drop_front(numParallel);
-  int64_t rows = product(parallelRanges);
   int64_t rowLength = product(reductionRanges);
-  int64_t threads =
-      std::min(kThreadsPerBlock,
-               std::max(kWarp, int64_t(llvm::PowerOf2Ceil(rowLength))));
   OpBuilder b(op);
   Location loc = op.getLoc();
-  gpu::LaunchOp launch = createLaunch(b, loc, rows, threads);
-  Value tid = launch.getThreadIds().x;
-  SmallVector<Value> rowIvs =
-      delinearize(b, loc, launch.getBlockIds().x, parallelRanges);
+  RowLaunch row = createRowLaunch(b, loc, parallelRanges, rowLength);
+  Value tid = row.tid;
+  SmallVector<Value> &rowIvs = row.rowIvs;
+  int64_t threads = row.threads;
 
   // Per-thread partials over a strided part of the row; f16/bf16 outputs
   // accumulate in f32 (their combiner is emitted on f32, the contribution
@@ -844,15 +860,12 @@ static LogicalResult buildSoftmax(linalg::SoftmaxOp op) {
     op->erase();
     return success();
   }
-  int64_t threads =
-      std::min(kThreadsPerBlock,
-               std::max(kWarp, int64_t(llvm::PowerOf2Ceil(rowLength))));
   OpBuilder b(op);
   Location loc = op.getLoc();
-  gpu::LaunchOp launch = createLaunch(b, loc, rows, threads);
-  Value tid = launch.getThreadIds().x;
-  SmallVector<Value> rowIvs =
-      delinearize(b, loc, launch.getBlockIds().x, rowRanges);
+  RowLaunch row = createRowLaunch(b, loc, rowRanges, rowLength);
+  Value tid = row.tid;
+  SmallVector<Value> &rowIvs = row.rowIvs;
+  int64_t threads = row.threads;
 
   auto element = cast<FloatType>(inType.getElementType());
   FloatType acc = element.getWidth() < 32 ? b.getF32Type() : element;
