@@ -266,13 +266,37 @@ void forEachLocalRow(const std::vector<int64_t> &local, const Placement &p,
   }
 }
 
+/// Walks a rank's block of `buffer` at `offsets` row by row (a scalar is
+/// one row of one element): `row(out, first, copied, inner)` gets the
+/// block's flat index of the row's column 0, the stored tensor's flat
+/// index of its first valid element, how many of its `inner` elements are
+/// inside the stored tensor (the rest is padding).
+template <typename RowFn>
+void forEachBlockRow(const Buffer &buffer, const std::vector<int64_t> &offsets,
+                     RowFn &&row) {
+  int64_t count = buffer.localElements();
+  if (count == 0)
+    return;
+  size_t rank = buffer.localShape.size();
+  if (rank == 0) {
+    row(int64_t(0), uint64_t(0), int64_t(1), int64_t(1));
+    return;
+  }
+  const std::vector<int64_t> &local = buffer.localShape;
+  Placement p = place(buffer, offsets);
+  int64_t inner = local[rank - 1];
+  int64_t first = p.offsets[rank - 1], valid = validColumns(p, inner);
+  forEachLocalRow(local, p, count / inner,
+                  [&](int64_t r, bool rowValid, uint64_t base) {
+                    row(r * inner, base + uint64_t(first),
+                        rowValid ? valid : int64_t(0), inner);
+                  });
+}
+
 } // namespace
 
 void tprun::fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
                       void *data) {
-  int64_t count = buffer.localElements();
-  if (count == 0)
-    return;
   const Init &init = buffer.init;
   DType dtype = buffer.dtype;
   // `stored`: the element's flat index in the stored tensor.
@@ -306,52 +330,29 @@ void tprun::fillLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
     }
   };
 
-  size_t rank = buffer.localShape.size();
-  if (rank == 0) {
-    element(0, true, 0);
-    return;
-  }
-  const std::vector<int64_t> &local = buffer.localShape;
-  Placement p = place(buffer, offsets);
-  int64_t inner = local[rank - 1];
-  int64_t rows = count / inner;
-  int64_t first = p.offsets[rank - 1], valid = validColumns(p, inner);
-  int64_t out = 0;
-  forEachLocalRow(local, p, rows, [&](int64_t, bool rowValid, uint64_t base) {
-    for (int64_t j = 0; j < inner; ++j, ++out) {
-      bool inside = rowValid && j < valid;
-      element(out, inside, inside ? base + uint64_t(first + j) : 0);
-    }
-  });
+  forEachBlockRow(buffer, offsets,
+                  [&](int64_t out, uint64_t from, int64_t copied,
+                      int64_t inner) {
+                    for (int64_t j = 0; j < inner; ++j)
+                      element(out + j, j < copied,
+                              j < copied ? from + uint64_t(j) : 0);
+                  });
 }
 
 void tprun::copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
                       const void *stored, void *data) {
-  int64_t count = buffer.localElements();
-  if (count == 0)
-    return;
   size_t size = dtypeSize(buffer.dtype);
   const char *from = static_cast<const char *>(stored);
   char *to = static_cast<char *>(data);
-  size_t rank = buffer.localShape.size();
-  if (rank == 0) {
-    std::memcpy(to, from, size);
-    return;
-  }
-  const std::vector<int64_t> &local = buffer.localShape;
-  Placement p = place(buffer, offsets);
-  int64_t inner = local[rank - 1];
-  int64_t rows = count / inner;
-  int64_t first = p.offsets[rank - 1], valid = validColumns(p, inner);
-  forEachLocalRow(local, p, rows,
-                  [&](int64_t row, bool rowValid, uint64_t base) {
-                    char *out = to + size_t(row * inner) * size;
-                    int64_t copied = rowValid ? valid : 0;
+  forEachBlockRow(buffer, offsets,
+                  [&](int64_t out, uint64_t first, int64_t copied,
+                      int64_t inner) {
+                    char *row = to + size_t(out) * size;
                     if (copied)
-                      std::memcpy(out, from + (base + uint64_t(first)) * size,
+                      std::memcpy(row, from + first * size,
                                   size_t(copied) * size);
                     if (copied < inner)
-                      std::memset(out + size_t(copied) * size, 0,
+                      std::memset(row + size_t(copied) * size, 0,
                                   size_t(inner - copied) * size);
                   });
 }
@@ -359,9 +360,6 @@ void tprun::copyLocal(const Buffer &buffer, const std::vector<int64_t> &offsets,
 void tprun::copyLocalConverted(const Buffer &buffer,
                                const std::vector<int64_t> &offsets, DType from,
                                const void *stored, void *data) {
-  int64_t count = buffer.localElements();
-  if (count == 0)
-    return;
   DType to = buffer.dtype;
   auto convert = [&](int64_t local, uint64_t index) {
     double value = loadDouble(from, stored, int64_t(index)); // exact
@@ -370,25 +368,14 @@ void tprun::copyLocalConverted(const Buffer &buffer,
     else
       storeDouble(to, data, local, value);
   };
-  size_t rank = buffer.localShape.size();
-  if (rank == 0) {
-    convert(0, 0);
-    return;
-  }
-  const std::vector<int64_t> &local = buffer.localShape;
-  Placement p = place(buffer, offsets);
-  int64_t inner = local[rank - 1];
-  int64_t rows = count / inner;
-  int64_t first = p.offsets[rank - 1], valid = validColumns(p, inner);
-  forEachLocalRow(local, p, rows,
-                  [&](int64_t row, bool rowValid, uint64_t base) {
-                    int64_t copied = rowValid ? valid : 0;
+  forEachBlockRow(buffer, offsets,
+                  [&](int64_t out, uint64_t first, int64_t copied,
+                      int64_t inner) {
                     for (int64_t j = 0; j < inner; ++j) {
-                      int64_t out = row * inner + j;
                       if (j < copied)
-                        convert(out, base + uint64_t(first + j));
+                        convert(out + j, first + uint64_t(j));
                       else
-                        storeInteger(to, data, out, 0);
+                        storeInteger(to, data, out + j, 0);
                     }
                   });
 }
