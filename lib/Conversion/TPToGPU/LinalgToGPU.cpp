@@ -230,6 +230,16 @@ private:
                                 IRMapping *mappingOut = nullptr);
   void storeResults(OpBuilder &b, ValueRange ivs, ValueRange values);
   SmallVector<Value> loadOutputs(OpBuilder &b, ValueRange ivs);
+  /// One step of a reduction's partials at loop indices `ivs`: the body's
+  /// combined values, widened combiners applied on f32.
+  SmallVector<Value> accumulate(OpBuilder &b, ValueRange ivs,
+                                ValueRange partials,
+                                ArrayRef<RowCombiner> combiners,
+                                ArrayRef<Operation *> widened);
+  /// Combines each total with the output's initial value and stores it at
+  /// `ivs`, rounded once to the output's type.
+  void foldAndStore(OpBuilder &b, ValueRange ivs,
+                    ArrayRef<RowCombiner> combiners, ValueRange totals);
 
   LogicalResult buildParallel();
   FailureOr<SmallVector<RowCombiner>> matchCombiners();
@@ -379,6 +389,34 @@ SmallVector<Value> KernelBuilder::loadOutputs(OpBuilder &b, ValueRange ivs) {
   return values;
 }
 
+SmallVector<Value> KernelBuilder::accumulate(OpBuilder &b, ValueRange ivs,
+                                             ValueRange partials,
+                                             ArrayRef<RowCombiner> combiners,
+                                             ArrayRef<Operation *> widened) {
+  IRMapping mapping;
+  SmallVector<Value> next = emitRegion(b, ivs, partials, widened, &mapping);
+  for (auto [i, c] : llvm::enumerate(combiners))
+    if (c.widen())
+      next[i] = combine(
+          b, op.getLoc(), c, partials[i],
+          mapping.lookup(c.combiner->getOperand(1 - c.outOperand)));
+  return next;
+}
+
+void KernelBuilder::foldAndStore(OpBuilder &b, ValueRange ivs,
+                                 ArrayRef<RowCombiner> combiners,
+                                 ValueRange totals) {
+  SmallVector<Value> initial = loadOutputs(b, ivs);
+  SmallVector<Value> results;
+  for (auto [c, init, total] : llvm::zip(combiners, initial, totals)) {
+    Value r = combine(b, op.getLoc(), c, total, init);
+    if (c.widen())
+      r = arith::TruncFOp::create(b, op.getLoc(), init.getType(), r);
+    results.push_back(r);
+  }
+  storeResults(b, ivs, results);
+}
+
 /// A grid-stride loop over `total` points; `body` gets the flat index.
 static void gridStrideLoop(OpBuilder &b, Location loc, gpu::LaunchOp launch,
                            int64_t total, int64_t blocks, int64_t threads,
@@ -493,15 +531,9 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
     SmallVector<Value> redIvs =
         delinearize(b, loc, loop.getInductionVar(), reductionRanges);
     ivs.append(redIvs);
-    IRMapping mapping;
-    SmallVector<Value> next =
-        emitRegion(b, ivs, loop.getRegionIterArgs(), widened, &mapping);
-    for (auto [i, c] : llvm::enumerate(combiners))
-      if (c.widen())
-        next[i] = combine(
-            b, loc, c, loop.getRegionIterArgs()[i],
-            mapping.lookup(c.combiner->getOperand(1 - c.outOperand)));
-    scf::YieldOp::create(b, loc, next);
+    scf::YieldOp::create(
+        b, loc, accumulate(b, ivs, loop.getRegionIterArgs(), combiners,
+                           widened));
   }
 
   // Across the block.
@@ -523,15 +555,7 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
   SmallVector<Value> ivs(rowIvs);
   for (int64_t i = numParallel; i < (int64_t)ranges.size(); ++i)
     ivs.push_back(index(b, loc, 0)); // outputs do not read reduction dims
-  SmallVector<Value> initial = loadOutputs(b, ivs);
-  SmallVector<Value> results;
-  for (auto [c, init, total] : llvm::zip(combiners, initial, totals)) {
-    Value r = combine(b, loc, c, total, init);
-    if (c.widen())
-      r = arith::TruncFOp::create(b, loc, init.getType(), r);
-    results.push_back(r);
-  }
-  storeResults(b, ivs, results);
+  foldAndStore(b, ivs, combiners, totals);
   return success();
 }
 
@@ -623,15 +647,9 @@ KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
         delinearize(b, loc, loop.getInductionVar(), reductionRanges);
     for (auto [d, v] : llvm::zip(reductionDims, rIvs))
       ivs[d] = v;
-    IRMapping mapping;
-    SmallVector<Value> next =
-        emitRegion(b, ivs, loop.getRegionIterArgs(), widened, &mapping);
-    for (auto [i, c] : llvm::enumerate(combiners))
-      if (c.widen())
-        next[i] = combine(
-            b, loc, c, loop.getRegionIterArgs()[i],
-            mapping.lookup(c.combiner->getOperand(1 - c.outOperand)));
-    scf::YieldOp::create(b, loc, next);
+    scf::YieldOp::create(
+        b, loc, accumulate(b, ivs, loop.getRegionIterArgs(), combiners,
+                           widened));
   }
 
   // The partials into workgroup memory, then the tree over threadIdx.y.
@@ -672,16 +690,10 @@ KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
     ivs[d] = v;
   for (unsigned d : reductionDims)
     ivs[d] = index(b, loc, 0); // outputs do not read reduction dims
-  SmallVector<Value> initial = loadOutputs(b, ivs);
-  SmallVector<Value> results;
-  for (auto [c, init, buffer] : llvm::zip(combiners, initial, shared)) {
-    Value total = memref::LoadOp::create(b, loc, buffer, tx);
-    Value r = combine(b, loc, c, total, init);
-    if (c.widen())
-      r = arith::TruncFOp::create(b, loc, init.getType(), r);
-    results.push_back(r);
-  }
-  storeResults(b, ivs, results);
+  SmallVector<Value> totals;
+  for (Value buffer : shared)
+    totals.push_back(memref::LoadOp::create(b, loc, buffer, tx));
+  foldAndStore(b, ivs, combiners, totals);
   return success();
 }
 
