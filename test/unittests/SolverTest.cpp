@@ -495,6 +495,29 @@ AssignmentProblem transformer(std::mt19937 &rng, int layers, int hubs,
 
 } // namespace
 
+namespace {
+
+/// Half of the memory the most memory-hungry assignment would use.
+double halfTheMostMemory(const AssignmentProblem &p) {
+  double most = 0;
+  for (const std::vector<double> &m : p.nodeMemory)
+    most += *std::max_element(m.begin(), m.end());
+  return 0.5 * most;
+}
+
+/// solveExact, timed.
+AssignmentSolution timedSolve(const AssignmentProblem &p,
+                              const SolverOptions &options, double &seconds) {
+  auto start = std::chrono::steady_clock::now();
+  AssignmentSolution s = solveExact(p, options);
+  seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return s;
+}
+
+} // namespace
+
 // Hubs read by every layer join all layers into one clique: the exact
 // elimination would need a table over all hubs (10 hubs of 6 choices:
 // 6^10 entries). The solver sees that before building anything and falls
@@ -506,17 +529,10 @@ TEST(SolverTest, FallbackOnTransformerWithHubs) {
   std::mt19937 rng(3);
   for (bool budgeted : {false, true}) {
     AssignmentProblem p = transformer(rng, 24, 10, 6);
-    if (budgeted) {
-      double most = 0;
-      for (const std::vector<double> &m : p.nodeMemory)
-        most += *std::max_element(m.begin(), m.end());
-      p.memoryBudget = 0.5 * most;
-    }
-    auto start = std::chrono::steady_clock::now();
-    AssignmentSolution s = solveExact(p, asGiven());
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
+    if (budgeted)
+      p.memoryBudget = halfTheMostMemory(p);
+    double seconds = 0;
+    AssignmentSolution s = timedSolve(p, asGiven(), seconds);
     std::printf("transformer, 24 layers, 10 hubs%s: %.3f s, %d solves, %d "
                 "relaxed, cost %.4f, bound %.4f, gap %.3g%%, exact %d\n",
                 budgeted ? ", budget" : "", seconds, s.solves, s.relaxedNodes,
@@ -542,17 +558,10 @@ TEST(SolverTest, FallbackOnTransformerWithReplicatedHubsIsExact) {
   std::mt19937 rng(5);
   for (bool budgeted : {false, true}) {
     AssignmentProblem p = transformer(rng, 24, 10, 6, /*replicated=*/true);
-    if (budgeted) {
-      double most = 0;
-      for (const std::vector<double> &m : p.nodeMemory)
-        most += *std::max_element(m.begin(), m.end());
-      p.memoryBudget = 0.5 * most;
-    }
-    auto start = std::chrono::steady_clock::now();
-    AssignmentSolution s = solveExact(p, asGiven());
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
+    if (budgeted)
+      p.memoryBudget = halfTheMostMemory(p);
+    double seconds = 0;
+    AssignmentSolution s = timedSolve(p, asGiven(), seconds);
     std::printf("replicated hubs%s: %.3f s, %d solves, %d relaxed, cost "
                 "%.4f, bound %.4f, exact %d\n",
                 budgeted ? ", budget" : "", seconds, s.solves, s.relaxedNodes,
