@@ -9,10 +9,11 @@
 // (tp-fuse-softmax) and one launch with an online max and sum. They used to
 // be two fills, two row reductions and two elementwise kernels each
 // (6 launches). A chain whose exp(x - max) has another user stays as it is.
-// Eight launches in all below: one per softmax, a scale kernel before the
-// bf16 attention one, and four for the chain left alone (its reductions
-// absorb their accumulators' fills).
-// COUNT: 8
+// Six launches in all below: one per softmax, a scale kernel before the
+// bf16 attention one, and two for the chain left alone (each reduction
+// absorbs its accumulator's fill and applies the next op as its row
+// epilogue).
+// COUNT: 6
 
 // A front end's linalg.softmax, decomposed and put back together.
 // FUSE-LABEL: func.func @softmax_f32
@@ -167,13 +168,14 @@ func.func @softmax_bf16(%x: tensor<8x1000xbf16>) -> tensor<8x1000xbf16> {
 // -----
 
 // exp(x - max) is also returned: the chain stays (the intermediate is needed
-// anyway), and so do its kernels: max, exp, sum and divide (the two
-// accumulators' fills are absorbed by their reductions).
+// anyway), and its four ops make two kernels: the max with exp(x - max) as
+// its row epilogue, and the sum with the division as its row epilogue (the
+// two accumulators' fills are absorbed by their reductions).
 // FUSE-LABEL: func.func @exp_also_returned
 // FUSE-NOT: linalg.softmax
 // FUSE: return
 // KERN-LABEL: func.func @exp_also_returned
-// KERN-COUNT-4: gpu.launch_func
+// KERN-COUNT-2: gpu.launch_func
 // KERN-NOT: gpu.launch_func
 // KERN: return
 #id = affine_map<(d0, d1) -> (d0, d1)>

@@ -143,6 +143,28 @@ def FuseSoftmaxPass : Pass<"tp-fuse-softmax", "::mlir::ModuleOp"> {
   ];
 }
 
+def UntieFillsPass : Pass<"tp-untie-fills", "::mlir::ModuleOp"> {
+  let summary = "Give each user of a shared linalg.fill on tensors its own "
+                "fill (GPU path, before bufferization)";
+  let description = [{
+    Front ends and CSE share one zero-filled init tensor between several
+    reductions or contractions (`%z = linalg.fill ... ; r1 = ... outs(%z);
+    r2 = ... outs(%z)`). One-shot bufferization then writes the first user
+    in place into the fill's buffer and gives each other user a copy of the
+    filled buffer: a fill kernel plus a device copy per extra user, and no
+    reduction kernel can start from the fill's value instead
+    (`tp-linalg-to-gpu` absorbs a fill only when it writes the reduction's
+    own output). This pass clones the fill (with its `tensor.empty`, when
+    the fill's destination is one) for every use after the first, in front
+    of that use: each user then bufferizes into its own freshly filled
+    buffer, which its kernel absorbs. Fills of non-tensor destinations and
+    fills with one use are left alone.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn every linalg op on buffers into a gpu.launch and "
                 "move host buffers to the device";

@@ -24,6 +24,10 @@ inline constexpr llvm::StringLiteral kSymbolPrefix = "tprt_mlir_";
 inline constexpr llvm::StringLiteral kGemm = "gemm";
 inline constexpr llvm::StringLiteral kBatchedGemm = "batched_gemm";
 
+/// `tprt_mlir_slice_<suffix>` (i64 dim, i64 axes_mask, in, out): copies
+/// this device's block of `in` along `dim`.
+inline constexpr llvm::StringLiteral kSlice = "slice";
+
 /// `tprt_mlir_axis_index(i64 axes_mask) -> i64`.
 inline constexpr llvm::StringLiteral kAxisIndex = "tprt_mlir_axis_index";
 

@@ -22,6 +22,14 @@
 //    warps; 16-bit floats combine in f32); thread 0 combines the result
 //    with the output's initial value and stores it once.
 //    f16/bf16 outputs accumulate in f32 throughout and are truncated once.
+//    Row epilogue: when the next op reading the row's result is a parallel
+//    op over the same iteration space that reads it broadcast along the row
+//    (a norm's scaling by its statistic: sum(x^2), then x * rsqrt(...) * w),
+//    the same launch applies it after the all-reduce, each thread over its
+//    strided part of the row (findRowEpilogue): one kernel, and the row
+//    statistic never goes through device memory unless something else reads
+//    it. The row is read twice by the same block, the second time from
+//    cache.
 //  * Column reduction (the innermost loop parallel, some reduction loop
 //    before it: linalg.reduce dimensions = [0], bias and norm-weight
 //    gradients) with such combiners: blocks of 32 x R threads (R = 8, or 32
@@ -62,6 +70,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::tp {
@@ -211,6 +220,88 @@ Value combine(OpBuilder &b, Location loc, const RowCombiner &c, Value acc,
   return folded->getResult(0);
 }
 
+/// The buffer `v` is a view of (through view ops).
+static Value viewRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// The op a row reduction `r`'s kernel applies in the same launch (the row
+/// epilogue of the header), or null. It is the next op that touches memory
+/// after `r` (allocations, deallocations of buffers `r` does not read, and
+/// effect-free ops such as views may come between), and
+///  * is a parallel linalg.generic on buffers over `r`'s loop ranges;
+///  * reads `r`'s one output `s` as an input with `r`'s own map for it (the
+///    row's value broadcast along the row), and touches no other view of s;
+///  * writes no buffer that `r` reads, except in place: the same buffer
+///    through the same map as `r` reads it (each element is read before
+///    it is written: the all-reduce's barrier is between).
+/// `dropResult` is set when `s` is a memref.alloc that nothing but `r`, the
+/// epilogue, deallocations and fills use: the kernel then never stores it.
+static linalg::GenericOp findRowEpilogue(linalg::LinalgOp r,
+                                         bool &dropResult) {
+  dropResult = false;
+  if (r.getNumDpsInits() != 1 || !r.hasPureBufferSemantics())
+    return nullptr;
+  OpOperand &sOperand = r.getDpsInitsMutable()[0];
+  Value s = sOperand.get();
+  Value sRoot = viewRoot(s);
+  AffineMap sMap = r.getMatchingIndexingMap(&sOperand);
+  DenseMap<Value, OpOperand *> rInputs; // root -> r's operand reading it
+  for (OpOperand *input : r.getDpsInputOperands())
+    if (isa<BaseMemRefType>(input->get().getType()))
+      rInputs[viewRoot(input->get())] = input;
+  linalg::GenericOp e;
+  for (Operation *next = r->getNextNode(); next; next = next->getNextNode()) {
+    if ((e = dyn_cast<linalg::GenericOp>(next)))
+      break;
+    if (isa<memref::AllocOp>(next) || isMemoryEffectFree(next))
+      continue;
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(next)) {
+      Value root = viewRoot(dealloc.getMemref());
+      if (root == sRoot || rInputs.count(root))
+        return nullptr;
+      continue;
+    }
+    return nullptr;
+  }
+  if (!e || !e.hasPureBufferSemantics() || e.hasDynamicShape() ||
+      e.getNumReductionLoops() != 0 ||
+      e.getStaticLoopRanges() != r.getStaticLoopRanges())
+    return nullptr;
+  bool readsRow = false;
+  for (OpOperand &operand : e->getOpOperands()) {
+    Value v = operand.get();
+    if (!isa<BaseMemRefType>(v.getType()))
+      continue;
+    Value root = viewRoot(v);
+    bool isInit = e.isDpsInit(&operand);
+    if (root == sRoot) {
+      if (isInit || v != s || e.getMatchingIndexingMap(&operand) != sMap)
+        return nullptr;
+      readsRow = true;
+      continue;
+    }
+    if (!isInit)
+      continue;
+    auto it = rInputs.find(root);
+    if (it != rInputs.end() &&
+        (it->second->get() != v ||
+         r.getMatchingIndexingMap(it->second) !=
+             e.getMatchingIndexingMap(&operand)))
+      return nullptr;
+  }
+  if (!readsRow)
+    return nullptr;
+  dropResult = s.getDefiningOp<memref::AllocOp>() &&
+               llvm::all_of(s.getUsers(), [&](Operation *user) {
+                 return user == r.getOperation() || user == e.getOperation() ||
+                        isa<memref::DeallocOp, linalg::FillOp>(user);
+               });
+  return e;
+}
+
 class KernelBuilder {
 public:
   explicit KernelBuilder(linalg::LinalgOp op) : op(op) {}
@@ -240,6 +331,10 @@ private:
   /// `ivs`, rounded once to the output's type.
   void foldAndStore(OpBuilder &b, ValueRange ivs,
                     ArrayRef<RowCombiner> combiners, ValueRange totals);
+  /// The totals combined with the outputs' initial values, rounded once.
+  SmallVector<Value> foldResults(OpBuilder &b, ValueRange ivs,
+                                 ArrayRef<RowCombiner> combiners,
+                                 ValueRange totals);
 
   LogicalResult buildParallel();
   FailureOr<SmallVector<RowCombiner>> matchCombiners();
@@ -262,12 +357,22 @@ public:
   /// from that value instead of loading it, and the fill kernel goes.
   void findFilledInits();
   ArrayRef<linalg::FillOp> absorbedFills() const { return fills; }
+  /// The parallel op that the row reduction's kernel applies after the
+  /// row's result is known (findRowEpilogue), and whether the result buffer
+  /// goes with it (nothing else reads it).
+  Operation *consumedEpilogue() const { return epilogue; }
+  void setEpilogue(linalg::GenericOp e, bool dropResult) {
+    epilogue = e;
+    dropRowResult = dropResult;
+  }
 
 private:
   linalg::LinalgOp op;
   SmallVector<int64_t> ranges;
   SmallVector<Value> fillValues;
   SmallVector<linalg::FillOp> fills;
+  linalg::GenericOp epilogue;
+  bool dropRowResult = false;
 };
 
 } // namespace
@@ -338,8 +443,8 @@ SmallVector<Value> KernelBuilder::emitRegion(OpBuilder &b, ValueRange ivs,
   IRMapping &mapping = mappingOut ? *mappingOut : local;
   for (OpOperand *input : op.getDpsInputOperands()) {
     BlockArgument arg = op.getMatchingBlockArgument(input);
-    if (arg.use_empty())
-      continue;
+    if (arg.use_empty() || mapping.contains(arg))
+      continue; // unused, or given by the caller (a row epilogue's statistic)
     Value v = input->get();
     if (isa<MemRefType>(v.getType()))
       v = memref::LoadOp::create(b, loc, v, operandIndices(b, *input, ivs));
@@ -403,9 +508,9 @@ SmallVector<Value> KernelBuilder::accumulate(OpBuilder &b, ValueRange ivs,
   return next;
 }
 
-void KernelBuilder::foldAndStore(OpBuilder &b, ValueRange ivs,
-                                 ArrayRef<RowCombiner> combiners,
-                                 ValueRange totals) {
+SmallVector<Value> KernelBuilder::foldResults(OpBuilder &b, ValueRange ivs,
+                                              ArrayRef<RowCombiner> combiners,
+                                              ValueRange totals) {
   SmallVector<Value> initial = loadOutputs(b, ivs);
   SmallVector<Value> results;
   for (auto [c, init, total] : llvm::zip(combiners, initial, totals)) {
@@ -414,7 +519,13 @@ void KernelBuilder::foldAndStore(OpBuilder &b, ValueRange ivs,
       r = arith::TruncFOp::create(b, op.getLoc(), init.getType(), r);
     results.push_back(r);
   }
-  storeResults(b, ivs, results);
+  return results;
+}
+
+void KernelBuilder::foldAndStore(OpBuilder &b, ValueRange ivs,
+                                 ArrayRef<RowCombiner> combiners,
+                                 ValueRange totals) {
+  storeResults(b, ivs, foldResults(b, ivs, combiners, totals));
 }
 
 /// A grid-stride loop over `total` points; `body` gets the flat index.
@@ -510,7 +621,9 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
   ArrayRef<int64_t> reductionRanges =
       ArrayRef<int64_t>(ranges).drop_front(numParallel);
   int64_t rowLength = product(reductionRanges);
-  OpBuilder b(op);
+  // With an epilogue the launch takes the epilogue's place, after the
+  // allocation of its outputs (findRowEpilogue checked the ops between).
+  OpBuilder b(epilogue ? epilogue.getOperation() : op.getOperation());
   Location loc = op.getLoc();
   RowLaunch row = createRowLaunch(b, loc, parallelRanges, rowLength);
   Value tid = row.tid;
@@ -546,16 +659,59 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
             b.getUnitAttr())
             .getResult());
 
-  // Thread 0 folds in the initial value and stores the row's result
-  // (rounded once to the output's type).
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                      index(b, loc, 0));
-  auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
-  b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
   SmallVector<Value> ivs(rowIvs);
   for (int64_t i = numParallel; i < (int64_t)ranges.size(); ++i)
     ivs.push_back(index(b, loc, 0)); // outputs do not read reduction dims
-  foldAndStore(b, ivs, combiners, totals);
+  if (!epilogue) {
+    // Thread 0 folds in the initial value and stores the row's result
+    // (rounded once to the output's type).
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                        index(b, loc, 0));
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    foldAndStore(b, ivs, combiners, totals);
+    return success();
+  }
+
+  // Row epilogue: every thread has the totals (the all-reduce is uniform);
+  // each computes the row's result, thread 0 stores it unless nothing else
+  // reads it, and each applies the epilogue over its strided part of the
+  // row with the result in a register. The all-reduce's barriers order
+  // every read of the row before the epilogue's first store, so an
+  // epilogue writing in place over the reduced input is safe.
+  SmallVector<Value> results = foldResults(b, ivs, combiners, totals);
+  if (!dropRowResult) {
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                        index(b, loc, 0));
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    storeResults(b, ivs, results);
+  }
+  KernelBuilder apply(epilogue);
+  Value rowResult = op.getDpsInitsMutable()[0].get();
+  auto applyLoop = scf::ForOp::create(b, loc, tid, index(b, loc, rowLength),
+                                      index(b, loc, threads));
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(applyLoop.getBody());
+    SmallVector<Value> eIvs(rowIvs);
+    eIvs.append(
+        delinearize(b, loc, applyLoop.getInductionVar(), reductionRanges));
+    IRMapping mapping;
+    for (OpOperand *input : epilogue.getDpsInputOperands())
+      if (input->get() == rowResult)
+        mapping.map(epilogue.getMatchingBlockArgument(input), results[0]);
+    apply.storeResults(b, eIvs, apply.emitRegion(b, eIvs, {}, {}, &mapping));
+  }
+  epilogue->erase();
+  if (dropRowResult) {
+    // Its fill was absorbed; its deallocs and the alloc go with the op
+    // (build() erases the op and the fill).
+    for (Operation *user : llvm::make_early_inc_range(rowResult.getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+  }
   return success();
 }
 
@@ -756,6 +912,9 @@ LogicalResult KernelBuilder::build() {
   } else if (FailureOr<SmallVector<RowCombiner>> combiners =
                  matchRowReduction();
              succeeded(combiners)) {
+    bool drop = false;
+    if (linalg::GenericOp e = findRowEpilogue(op, drop))
+      setEpilogue(e, drop);
     result = buildRowReduction(*combiners);
   } else if (FailureOr<SmallVector<RowCombiner>> combiners = matchCombiners();
              succeeded(combiners) && isColumnReduction() &&
@@ -770,30 +929,15 @@ LogicalResult KernelBuilder::build() {
     result = buildSerialReduction();
   }
   if (succeeded(result)) {
+    Value rowResult =
+        epilogue && dropRowResult ? op.getDpsInitsMutable()[0].get() : Value();
     op->erase();
     for (linalg::FillOp fill : fills)
       fill->erase();
+    if (rowResult && rowResult.use_empty())
+      rowResult.getDefiningOp()->erase(); // the statistic's memref.alloc
   }
   return result;
-}
-
-/// linalg.softmax over the last dimension (tp-fuse-softmax's result): one
-/// block per row, 32..256 threads. Each thread makes one pass over a strided
-/// part of the row keeping an online max m and a sum s of exp(x - m)
-/// (when x raises the max to m', s becomes s * exp(m - m') + exp(x - m'));
-/// a uniform gpu.all_reduce gives the row max M, each partial is rescaled to
-/// it (s * exp(m - M)) and a second all-reduce gives the sum S; a second
-/// loop over the thread's elements stores exp(x - M) / S. f16/bf16
-/// accumulate in f32 and round once at the store. Where the running max and
-/// the element are equal (both -inf in a masked part of a row) the factor is
-/// 1 instead of exp(-inf + inf), so masked elements never make a NaN that
-/// the exact softmax would not make. A truncf that is the only reader of the
-/// result (foldableCast) is folded into the store, and the f32 buffer goes.
-/// The buffer `v` is a view of (through view ops).
-static Value viewRoot(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
 }
 
 /// The elementwise cast that is the only reader of a softmax's output
@@ -844,6 +988,18 @@ static linalg::GenericOp foldableCast(linalg::SoftmaxOp op) {
   return castOp;
 }
 
+/// linalg.softmax over the last dimension (tp-fuse-softmax's result): one
+/// block per row, 32..256 threads. Each thread makes one pass over a strided
+/// part of the row keeping an online max m and a sum s of exp(x - m)
+/// (when x raises the max to m', s becomes s * exp(m - m') + exp(x - m'));
+/// a uniform gpu.all_reduce gives the row max M, each partial is rescaled to
+/// it (s * exp(m - M)) and a second all-reduce gives the sum S; a second
+/// loop over the thread's elements stores exp(x - M) / S. f16/bf16
+/// accumulate in f32 and round once at the store. Where the running max and
+/// the element are equal (both -inf in a masked part of a row) the factor is
+/// 1 instead of exp(-inf + inf), so masked elements never make a NaN that
+/// the exact softmax would not make. A truncf that is the only reader of the
+/// result (foldableCast) is folded into the store, and the f32 buffer goes.
 static LogicalResult buildSoftmax(linalg::SoftmaxOp op) {
   auto inType = dyn_cast<MemRefType>(op.getInput().getType());
   auto outType = dyn_cast<MemRefType>(op.getOutput().getType());
@@ -1105,9 +1261,17 @@ struct LinalgToGPUPass
       for (linalg::FillOp fill : probe.absorbedFills())
         absorbed.insert(fill);
     }
-    for (linalg::LinalgOp op : ops)
-      if (!absorbed.contains(op) && failed(KernelBuilder(op).build()))
+    // Epilogues that a row reduction's kernel applied are gone with it.
+    DenseSet<Operation *> consumed;
+    for (linalg::LinalgOp op : ops) {
+      if (absorbed.contains(op) || consumed.contains(op))
+        continue;
+      KernelBuilder builder(op);
+      if (failed(builder.build()))
         return signalPassFailure();
+      if (Operation *epilogue = builder.consumedEpilogue())
+        consumed.insert(epilogue);
+    }
     for (func::FuncOp fn : module.getOps<func::FuncOp>())
       if (!fn.isExternal() && failed(moveHostToDevice(fn)))
         return signalPassFailure();

@@ -175,6 +175,9 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
   pm.addPass(createCanonicalizerPass());
+  // A fill shared by several reductions would be one buffer copied for each
+  // of them: one fill per user, which its kernel then absorbs.
+  pm.addPass(createUntieFillsPass());
   if (options.stopAfter == "gemm")
     return;
 

@@ -1,9 +1,11 @@
 //===- TPToRuntime.cpp - tp collectives to tprt calls -----------*- C++ -*-===//
 //
-// Each collective of a partitioned program becomes, on tensors, a copy of
-// its input into a fresh buffer, a buffer for its result, and a call of the
-// runtime entry point for its element type; one-shot bufferization then
-// handles the rest of the program. tp.axis_index becomes a call returning
+// Each collective of a partitioned program becomes, on tensors, a read-only
+// buffer of its input (`bufferization.to_buffer` with the identity layout:
+// bufferization copies only an input that is not contiguous already), a
+// fresh buffer for its result, and a call of the runtime entry point for its
+// element type (the runtime never writes a collective's input, tprt.h);
+// one-shot bufferization then handles the rest of the program. tp.axis_index becomes a call returning
 // the group index. The callee declarations are added once per module.
 //
 //===----------------------------------------------------------------------===//
@@ -115,15 +117,15 @@ LogicalResult Lowering::lowerCollective(Operation *op, StringRef name,
     return op->emitOpError() << "has element type " << inType.getElementType()
                              << ", which the runtime cannot communicate";
 
-  // A fresh, contiguous copy of the input, and a buffer for the result.
-  Value copy = bufferization::AllocTensorOp::create(
-      builder, loc, inType, ValueRange(), /*copy=*/input, /*sizeHint=*/Value(),
-      /*memorySpace=*/Attribute());
+  // The input read in place (contiguous: the identity layout makes
+  // bufferization copy a strided view, and only that), and a fresh buffer
+  // for the result. A copy here would move every collective's input twice
+  // more through device memory.
   auto inMemref = MemRefType::get(inType.getShape(), inType.getElementType());
   auto outMemref =
       MemRefType::get(outType.getShape(), outType.getElementType());
   Value inBuffer = bufferization::ToBufferOp::create(builder, loc, inMemref,
-                                                     copy, /*readOnly=*/true);
+                                                     input, /*readOnly=*/true);
   Value outBuffer = memref::AllocOp::create(builder, loc, outMemref);
   auto unranked = UnrankedMemRefType::get(inType.getElementType(), nullptr);
   Value inArg = memref::CastOp::create(builder, loc, unranked, inBuffer);
@@ -283,7 +285,7 @@ LogicalResult Lowering::run() {
           axesMask(op, slice.getMeshAttr(), slice.getAxes());
       if (failed(mask))
         return failure();
-      result = lowerCollective(op, "slice", {int64_t(slice.getDim()), *mask},
+      result = lowerCollective(op, runtime::kSlice, {int64_t(slice.getDim()), *mask},
                                {false, false});
     } else if (auto index = dyn_cast<AxisIndexOp>(op)) {
       FailureOr<int64_t> mask =
