@@ -143,6 +143,36 @@ def FuseSoftmaxPass : Pass<"tp-fuse-softmax", "::mlir::ModuleOp"> {
   ];
 }
 
+def GroupGemmsPass : Pass<"tp-group-gemms", "::mlir::ModuleOp"> {
+  let summary = "Put GEMM calls that share their left operand into one "
+                "shared-A call (GPU path)";
+  let description = [{
+    After `tp-gemm-to-runtime`, on tensors: 2-D GEMM calls
+    (`tprt_mlir_gemm_<t>`) in one block that multiply the same tensor A
+    with the same transposes, their B operands of one type and their
+    results of one type (Q, K and V of one normalised input; an MLP's gate
+    and up) become one `tprt_mlir_gemm_shared_a<N>_<t>` call (N = 2..4,
+    larger groups in chunks of 4) at the first call's place:
+    `(trans_a, trans_b, A, B_0..B_N-1, C_0..C_N-1)`. The runtime runs the
+    products together as one batched cuBLAS call over pointer arrays, so A
+    is fetched once for all of them. A product whose B is not available
+    at the first call's place stays as it is.
+
+    ```mlir
+    // before (tp-gemm-to-runtime's calls, each with its buffers)
+    call @tprt_mlir_gemm_bf16(%f, %f, %a, %wq, %q) ...
+    call @tprt_mlir_gemm_bf16(%f, %f, %a2, %wk, %k) ...
+    call @tprt_mlir_gemm_bf16(%f, %f, %a3, %wv, %v) ...
+    // after
+    call @tprt_mlir_gemm_shared_a3_bf16(%f, %f, %a, %wq, %wk, %wv, %q, %k, %v)
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect"
+  ];
+}
+
 def UntieFillsPass : Pass<"tp-untie-fills", "::mlir::ModuleOp"> {
   let summary = "Give each user of a shared linalg.fill on tensors its own "
                 "fill (GPU path, before bufferization)";

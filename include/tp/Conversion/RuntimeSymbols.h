@@ -24,6 +24,12 @@ inline constexpr llvm::StringLiteral kSymbolPrefix = "tprt_mlir_";
 inline constexpr llvm::StringLiteral kGemm = "gemm";
 inline constexpr llvm::StringLiteral kBatchedGemm = "batched_gemm";
 
+/// `tprt_mlir_gemm_shared_a<N>_<suffix>` for N = 2..kMaxSharedAGemms
+/// (i32 trans_a, i32 trans_b, A, B_0..B_N-1, C_0..C_N-1): N products that
+/// share A, one batched call (tp-group-gemms).
+inline constexpr llvm::StringLiteral kGemmSharedA = "gemm_shared_a";
+inline constexpr int kMaxSharedAGemms = 4;
+
 /// `tprt_mlir_slice_<suffix>` (i64 dim, i64 axes_mask, in, out): copies
 /// this device's block of `in` along `dim`.
 inline constexpr llvm::StringLiteral kSlice = "slice";

@@ -17,7 +17,10 @@
 //    is a runtime call. The GEMMs (`tprt_mlir_gemm_<t>`,
 //    `tprt_mlir_batched_gemm_<t>`: trans_a, trans_b, A, B, C) read A and B,
 //    write C, and do 2 * |C| * K flops (K is A's last dimension, or its
-//    next-to-last one when trans_a). Any other call (collectives, and any
+//    next-to-last one when trans_a). A shared-A call
+//    (`tprt_mlir_gemm_shared_a<N>_<t>`: trans_a, trans_b, A, B_0..B_N-1,
+//    C_0..C_N-1) is one GEMM entry with batch N: it reads A once and every
+//    B_i, writes every C_i, and does the N products' flops. Any other call (collectives, and any
 //    entry point added later, e.g. a fused attention) follows the runtime
 //    ABI's "outputs last": its last memref operand is written and the others
 //    are read. Unranked operands are traced through memref.cast to the
@@ -39,8 +42,8 @@
 //    products of an unfused attention multiply two activations and are not
 //    counted: no score tensor), and of a collective or other runtime call
 //    and a call to a module function (the fused attention). Each buffer
-//    counts once, whatever reads it; views count as their buffer, and
-//    arguments are counted already.
+//    counts once, whatever reads it; views count as their buffer, a device
+//    copy's target as its source, and arguments are counted already.
 // Everything else a kernel writes (a norm's or an activation function's
 // output that no library reads, a reduction's statistic) is not in the
 // minimum: a fused kernel need not write it. The largest
@@ -239,12 +242,22 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
       inMinimum.insert(arg);
     }
   report.minimum = report.arguments;
+  // A device copy's target holds the same activation as its source: a
+  // lowering that copies a buffer before a library reads it pays for the
+  // copy in bytes moved, not with a larger minimum.
+  DenseMap<Value, Value> copyOf;
+  auto root = [&](Value v) {
+    v = bufferRoot(v);
+    for (auto it = copyOf.find(v); it != copyOf.end(); it = copyOf.find(v))
+      v = it->second;
+    return v;
+  };
   auto activation = [&](Value v) {
-    if (inMinimum.insert(bufferRoot(v)).second)
+    if (inMinimum.insert(root(v)).second)
       report.minimum += bytes(v, report);
   };
   auto isArgument = [&](Value v) {
-    auto arg = dyn_cast<BlockArgument>(bufferRoot(v));
+    auto arg = dyn_cast<BlockArgument>(root(v));
     return arg && arg.getOwner()->getParentOp() == fn.getOperation();
   };
   std::string prefix = runtime::kSymbolPrefix.str();
@@ -294,6 +307,9 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
       e.name = "gpu.memcpy";
       e.read = bytes(copy.getSrc(), report);
       e.written = bytes(copy.getDst(), report);
+      Value target = bufferRoot(copy.getDst()), source = root(copy.getSrc());
+      if (target != source && !isa<BlockArgument>(target))
+        copyOf[target] = source;
       report.copies.add(e);
       report.entries.push_back(std::move(e));
       return WalkResult::advance();
@@ -350,6 +366,38 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
       return WalkResult::advance(); // tprt_mlir_axis_index
     Entry e;
     e.name = call.getCallee().str();
+    std::string sharedA = prefix + runtime::kGemmSharedA.str();
+    if (call.getCallee().starts_with(sharedA)) {
+      // trans_a, trans_b, A, B_0..B_N-1, C_0..C_N-1: the products run
+      // together and read A once.
+      int64_t n = (int64_t(buffers.size()) - 1) / 2;
+      MemRefType a = rankedType(buffers[0]);
+      MemRefType c = n >= 1 ? rankedType(buffers[1 + n]) : MemRefType();
+      std::optional<int64_t> transA = getConstantIntValue(call.getOperand(0));
+      if (n < 1 || buffers.size() != size_t(1 + 2 * n) ||
+          call.getNumOperands() != 2 + buffers.size() || !a || !c ||
+          !a.hasStaticShape() || !c.hasStaticShape() || a.getRank() != 2 ||
+          c.getRank() != 2 || !transA)
+        return call.emitOpError()
+               << "is not a shared-A GEMM call of the runtime ABI (trans_a, "
+                  "trans_b, A, B_0..B_N-1, C_0..C_N-1)";
+      int64_t k = a.getDimSize(*transA ? 0 : 1);
+      e.kind = "gemm";
+      e.gemmShape = {n, c.getDimSize(0), c.getDimSize(1), k};
+      e.read = bytes(buffers[0], report);
+      for (int64_t i = 0; i < n; ++i) {
+        e.read += bytes(buffers[1 + i], report);
+        e.written += bytes(buffers[1 + n + i], report);
+        e.flops += 2 * c.getNumElements() * k;
+      }
+      if (llvm::any_of(ArrayRef<Value>(buffers).take_front(1 + n),
+                       isArgument))
+        for (Value v : buffers)
+          activation(v);
+      report.gemms.add(e);
+      report.entries.push_back(std::move(e));
+      return WalkResult::advance();
+    }
     bool isGemm = call.getCallee().starts_with(gemm) ||
                   call.getCallee().starts_with(batched);
     if (isGemm) {

@@ -170,6 +170,8 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   if (options.fuseAttention)
     pm.addPass(createFuseAttentionPass());
   pm.addPass(createGemmToRuntimePass());
+  // Products of one operand (Q, K, V; gate, up): one batched call.
+  pm.addPass(createGroupGemmsPass());
   pm.addPass(createFuseSoftmaxPass());
   pm.addPass(createConvertTPToRuntimePass());
   pm.addPass(createCanonicalizerPass());

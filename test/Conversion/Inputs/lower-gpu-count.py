@@ -42,8 +42,12 @@ def main():
     print("matmul-family ops: %d" % count_matmul_family(source))
     # A fused attention (tp-fuse-attention) stands for its two products.
     fused = len(re.findall(r"call @tp_fused_attention_\d+\(", kernels))
-    print("gemm calls: %d" % (len(re.findall(
-        r"llvm\.call @tprt_mlir_(?:batched_)?gemm_", lowered)) + 2 * fused))
+    # A shared-A call (tp-group-gemms) stands for its N products.
+    shared = sum(int(n) for n in re.findall(
+        r"llvm\.call @tprt_mlir_gemm_shared_a(\d+)_", lowered))
+    plain = len(re.findall(
+        r"llvm\.call @tprt_mlir_(?:batched_)?gemm_(?!shared_a)", lowered))
+    print("gemm calls: %d" % (plain + shared + 2 * fused))
     print("collectives: %d" % len(re.findall(
         r"\btp\.(?:all_reduce|all_gather|reduce_scatter|all_to_all|slice)\b",
         source)))
