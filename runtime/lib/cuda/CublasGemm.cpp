@@ -22,7 +22,8 @@ const char *cuda::cublasText(cublasStatus_t status) {
 }
 
 Cublas::~Cublas() {
-  if (!currentDevice() || makeCurrent() != TPRT_OK)
+  if ((!handle && !pointerArrays) || !currentDevice() ||
+      makeCurrent() != TPRT_OK)
     return;
   if (pointerArrays) {
     // The last shared-A GEMM may still read them.
