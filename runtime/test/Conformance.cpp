@@ -878,7 +878,7 @@ void Suite::testSharedAGemm(tprt_dtype dtype, bool transA, bool transB,
   for (int p = 0; p < count; ++p) {
     bs.emplace_back(size_t(rowsB * ldb) * es);
     for (int64_t i = 0; i < rowsB * ldb; ++i)
-      store(dtype, bs.back().data(), i, double((i * 2 + p * 5) % 5 - 2));
+      store(dtype, bs.back().data(), i, double((i * 2 + p * 3) % 5 - 2));
   }
   // C: every element of the separate or shared storage, padding included.
   int64_t cElements = interleaved ? m * ldc : m * ldc * count;
