@@ -23,8 +23,9 @@
 //    passing different shapes or calling different collectives, or one
 //    member failing its argument check (TPRT_ERROR_MISMATCH on the others,
 //    with the output untouched); the group must keep working afterwards;
-//  - group numbering, group caching, counters, timers, tprt_gemm and
-//    tprt_gemm_strided_batched, the topology queries (TPRT_RANKS_PER_NODE
+//  - group numbering, group caching, counters, timers, tprt_gemm,
+//    tprt_gemm_strided_batched and tprt_gemm_shared_a (against plain
+//    tprt_gemm calls), the topology queries (TPRT_RANKS_PER_NODE
 //    when set) and tprt_memcpy.
 //
 // On backends whose tprt_alloc returns device memory (tprt_memory_is_device:
@@ -51,6 +52,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -290,6 +292,9 @@ private:
   void testGemmErrors();
   void testBatchedGemm(tprt_dtype dtype, bool transA, bool transB);
   void testBatchedGemmErrors();
+  void testSharedAGemm(tprt_dtype dtype, bool transA, bool transB,
+                       bool interleaved);
+  void testSharedAGemmErrors();
   void testTopology();
   void testMemcpy();
 
@@ -852,6 +857,131 @@ void Suite::testBatchedGemmErrors() {
                TPRT_OK, "batched gemm of an empty batch does nothing", nullptr);
 }
 
+void Suite::testSharedAGemm(tprt_dtype dtype, bool transA, bool transB,
+                            bool interleaved) {
+  // 3 products of one 5x3 A by 3x4 B_i, alpha 2 and beta 0.5, against 3
+  // plain tprt_gemm calls on copies of the same C_i. A and B_i have padded
+  // rows; the C_i are either separate padded matrices or (interleaved) the
+  // column blocks of one 5x12 matrix (ldc 3n), which do not overlap.
+  const int count = 3;
+  const int64_t m = 5, n = 4, k = 3;
+  int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
+  int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
+  int64_t lda = colsA + 1, ldb = colsB + 2;
+  int64_t ldc = interleaved ? count * n : n + 1;
+  size_t es = tprt::dtypeSize(dtype);
+  const float alpha = 2.0f, beta = 0.5f;
+  std::vector<char> a(size_t(rowsA * lda) * es);
+  for (int64_t i = 0; i < rowsA * lda; ++i)
+    store(dtype, a.data(), i, double((i * 3) % 7 - 3));
+  std::vector<std::vector<char>> bs, cs;
+  for (int p = 0; p < count; ++p) {
+    bs.emplace_back(size_t(rowsB * ldb) * es);
+    for (int64_t i = 0; i < rowsB * ldb; ++i)
+      store(dtype, bs.back().data(), i, double((i * 2 + p * 3) % 5 - 2));
+  }
+  // C: every element of the separate or shared storage, padding included.
+  int64_t cElements = interleaved ? m * ldc : m * ldc * count;
+  std::vector<char> c(size_t(cElements) * es);
+  for (int64_t i = 0; i < cElements; ++i)
+    store(dtype, c.data(), i, double((i * 5) % 4) - 1);
+  // Element offset of C_p in the storage.
+  auto offsetC = [&](int p) { return interleaved ? p * n : p * m * ldc; };
+
+  std::string what = std::string("shared-A gemm ") + name(dtype) +
+                     (transA ? " A^T" : " A") + (transB ? " B^T" : " B") +
+                     (interleaved ? " interleaved C" : "");
+  Buffer da(ctx, a), dc(ctx, c), reference(ctx, c);
+  std::vector<std::unique_ptr<Buffer>> dbs;
+  std::vector<const void *> bPointers;
+  std::vector<void *> cPointers, refPointers;
+  for (int p = 0; p < count; ++p) {
+    dbs.push_back(std::make_unique<Buffer>(ctx, bs[size_t(p)]));
+    bPointers.push_back(dbs.back()->data());
+    cPointers.push_back(static_cast<char *>(dc.data()) + offsetC(p) * es);
+    refPointers.push_back(static_cast<char *>(reference.data()) +
+                          offsetC(p) * es);
+  }
+  for (int p = 0; p < count; ++p)
+    if (tprt_gemm(ctx, dtype, transA, transB, m, n, k, alpha, da.data(), lda,
+                  bPointers[size_t(p)], ldb, beta, refPointers[size_t(p)], ldc,
+                  nullptr) != TPRT_OK)
+      return check(false, what + " (reference)", tprt_last_error());
+  tprt_stats before = {}, after = {};
+  tprt_stats_get(ctx, &before);
+  tprt_status status = tprt_gemm_shared_a(
+      ctx, dtype, transA, transB, m, n, k, alpha, da.data(), lda,
+      bPointers.data(), ldb, beta, cPointers.data(), ldc, count, nullptr);
+  if (status != TPRT_OK)
+    return check(false, what, tprt_last_error());
+  tprt_stats_get(ctx, &after);
+  check(after.gemm_calls == before.gemm_calls + uint64_t(count) &&
+            after.gemm_flops == before.gemm_flops + 2.0 * count * m * n * k,
+        what + " counts " + std::to_string(count) + " GEMMs");
+  // Small integers and halves: exact in every dtype, so the results must
+  // equal the plain products bit for bit (the padding is left as it was).
+  const char *want = reference.host();
+  Shape whole = {cElements};
+  compare(what, dtype, false, dc.host(), whole,
+          [&](const Index &x) { return load(dtype, want, x[0]); });
+  // And the reference itself is the product (a sanity check of the test).
+  double expected = 0, got = load(dtype, want, offsetC(count - 1) + ldc + 1);
+  for (int64_t l = 0; l < k; ++l) {
+    double valueA = load(dtype, a.data(), transA ? l * lda + 1 : lda + l);
+    double valueB = load(dtype, bs[size_t(count - 1)].data(),
+                         transB ? 1 * ldb + l : l * ldb + 1);
+    expected += valueA * valueB;
+  }
+  expected = alpha * expected +
+             beta * load(dtype, c.data(), offsetC(count - 1) + ldc + 1);
+  check(got == expected, what + " reference element (1, 1) of C_2",
+        std::to_string(got) + " vs " + std::to_string(expected));
+}
+
+void Suite::testSharedAGemmErrors() {
+  float a[64] = {0}, b0[64] = {0}, b1[64] = {0}, c0[64] = {0}, c1[64] = {0};
+  const void *bs[2] = {b0, b1};
+  void *cs[2] = {c0, c1};
+  expectStatus(tprt_gemm_shared_a(ctx, TPRT_F32, 0, 0, 2, 2, 2, 1.0f, a, 2, bs,
+                                  2, 0.0f, cs, 2, 0, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "shared-A gemm rejects count 0",
+               "count is 0, expected >= 1");
+  const void *missingB[2] = {b0, nullptr};
+  expectStatus(tprt_gemm_shared_a(ctx, TPRT_F32, 0, 0, 2, 2, 2, 1.0f, a, 2,
+                                  missingB, 2, 0.0f, cs, 2, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "shared-A gemm rejects a null b[1]",
+               "b[1] is null");
+  void *missingC[2] = {nullptr, c1};
+  expectStatus(tprt_gemm_shared_a(ctx, TPRT_BF16, 0, 0, 2, 2, 2, 1.0f, a, 2, bs,
+                                  2, 0.0f, missingC, 2, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "shared-A gemm rejects a null c[0]",
+               "c[0] is null");
+  expectStatus(tprt_gemm_shared_a(ctx, TPRT_F32, 0, 0, 2, 2, 2, 1.0f, a, 2,
+                                  nullptr, 2, 0.0f, cs, 2, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "shared-A gemm rejects a null array of B", "b is null");
+  expectStatus(tprt_gemm_shared_a(ctx, TPRT_BF16, 0, 1, 2, 3, 2, 1.0f, a, 2, bs,
+                                  1, 0.0f, cs, 3, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "shared-A gemm rejects a short ldb",
+               "ldb is 1, smaller than the 2 columns of B as stored");
+  expectStatus(tprt_gemm_shared_a(ctx, TPRT_I32, 0, 0, 2, 2, 2, 1.0f, a, 2, bs,
+                                  2, 0.0f, cs, 2, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "shared-A gemm rejects i32",
+               "dtype i32 is not supported");
+  // c[1] starts inside c[0]'s second row; column blocks of one matrix
+  // (testSharedAGemm's interleaved case) are accepted.
+  void *overlapping[2] = {c0, c0 + 3};
+  expectStatus(tprt_gemm_shared_a(ctx, TPRT_F32, 0, 0, 2, 2, 2, 1.0f, a, 2, bs,
+                                  2, 0.0f, overlapping, 2, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "shared-A gemm rejects overlapping outputs",
+               "c[1] overlaps c[0]");
+  void *empty[2] = {nullptr, nullptr};
+  expectStatus(tprt_gemm_shared_a(ctx, TPRT_F32, 0, 0, 0, 2, 2, 1.0f, a, 2, bs,
+                                  2, 0.0f, empty, 2, 2, nullptr),
+               TPRT_OK, "shared-A gemm with m = 0 does nothing", nullptr);
+}
+
 void Suite::testTopology() {
   int local = -1, nodes = -1;
   tprt_local_rank(ctx, &local);
@@ -986,10 +1116,15 @@ void Suite::run() {
       for (bool transA : {false, true})
         for (bool transB : {false, true})
           testBatchedGemm(dtype, transA, transB);
+    testSharedAGemm(TPRT_F32, false, false, false);
+    testSharedAGemm(TPRT_BF16, false, true, true);
+    testSharedAGemm(TPRT_F16, true, false, false);
+    testSharedAGemm(TPRT_F64, true, true, true);
   }
   // Argument errors are caught before any product runs.
   testGemmErrors();
   testBatchedGemmErrors();
+  testSharedAGemmErrors();
   testTopology();
   testMemcpy();
 }

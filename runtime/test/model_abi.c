@@ -6,9 +6,12 @@
  *   tprt-model-abi-test bad-rank   a 2-D operand to the batched product
  *   tprt-model-abi-test bad-batch  operands with different batch sizes
  *   tprt-model-abi-test bad-shape  K of A and B disagree
+ *   tprt-model-abi-test bad-shared-a  B_1 of a shared-A product has a
+ *                                     different shape than B_0
  *
  * The bad cases must end the process with status 1 and the message
- * "tprt: batched_gemm failed on rank 0: ..." (failures are fatal).
+ * "tprt: batched_gemm failed on rank 0: ..." (or gemm_shared_a3: failures
+ * are fatal).
  */
 #include "tprt/tprt_model.h"
 
@@ -85,6 +88,54 @@ static void batched(int transA, int transB) {
   expect(right, what);
 }
 
+static Memref2 memref2(void *data, int64_t d0, int64_t d1) {
+  Memref2 m;
+  m.allocated = m.aligned = data;
+  m.offset = 0;
+  m.sizes[0] = d0;
+  m.sizes[1] = d1;
+  m.strides[0] = d1;
+  m.strides[1] = 1;
+  return m;
+}
+
+/* tprt_mlir_gemm_shared_a3_f32: C_p = op(A) op(B_p) for p < 3, each
+ * checked against the plain product (small integers: exact). */
+static void sharedA3(int transA, int transB) {
+  enum { M = 3, K = 4, N = 5 };
+  float a[M * K], b[3][K * N], c[3][M * N];
+  int64_t i, j, l, p;
+  int right = 1;
+  char what[80];
+  Memref2 ma, mb[3], mc[3];
+  for (i = 0; i < M * K; ++i)
+    a[i] = (float)((i * 7) % 5 - 2);
+  for (p = 0; p < 3; ++p) {
+    for (i = 0; i < K * N; ++i)
+      b[p][i] = (float)((i * 3 + p * 2) % 7 - 3);
+    for (i = 0; i < M * N; ++i)
+      c[p][i] = NAN;
+    mb[p] = transB ? memref2(b[p], N, K) : memref2(b[p], K, N);
+    mc[p] = memref2(c[p], M, N);
+  }
+  ma = transA ? memref2(a, K, M) : memref2(a, M, K);
+  tprt_mlir_gemm_shared_a3_f32(transA, transB, 2, &ma, 2, &mb[0], 2, &mb[1], 2,
+                               &mb[2], 2, &mc[0], 2, &mc[1], 2, &mc[2]);
+  for (p = 0; p < 3; ++p)
+    for (i = 0; i < M; ++i)
+      for (j = 0; j < N; ++j) {
+        float want = 0;
+        for (l = 0; l < K; ++l)
+          want += at(a, transA, transA ? K : M, transA ? M : K, 0, i, l) *
+                  at(b[p], transB, transB ? N : K, transB ? K : N, 0, l, j);
+        if (c[p][i * N + j] != want)
+          right = 0;
+      }
+  snprintf(what, sizeof(what), "gemm_shared_a3 f32%s%s", transA ? " A^T" : "",
+           transB ? " B^T" : "");
+  expect(right, what);
+}
+
 int main(int argc, char **argv) {
   tprt_context *ctx = NULL;
   int64_t mesh[1] = {1};
@@ -113,17 +164,29 @@ int main(int argc, char **argv) {
   } else if (argc == 2 && strcmp(argv[1], "bad-shape") == 0) {
     mb = memref3(b, 2, 1, 2);
     tprt_mlir_batched_gemm_bf16(0, 0, 3, &ma, 3, &mb, 3, &mc);
+  } else if (argc == 2 && strcmp(argv[1], "bad-shared-a") == 0) {
+    /* A 2x2, B_0 2x2, B_1 1x4, B_2 2x2: the B operands differ. */
+    Memref2 a2 = memref2(a, 2, 2), b0 = memref2(b, 2, 2),
+            b1 = memref2(b + 4, 1, 4), b2 = memref2(flat, 2, 2),
+            c0 = memref2(c, 2, 2), c1 = memref2(c + 4, 2, 2);
+    m2 = memref2(flat, 2, 2);
+    tprt_mlir_gemm_shared_a3_f32(0, 0, 2, &a2, 2, &b0, 2, &b1, 2, &b2, 2, &c0,
+                                 2, &c1, 2, &m2);
   } else if (argc == 1) {
     batched(0, 0);
     batched(1, 0);
     batched(0, 1);
     batched(1, 1);
+    sharedA3(0, 0);
+    sharedA3(0, 1);
+    sharedA3(1, 0);
+    sharedA3(1, 1);
     tprt_finalize(ctx);
     printf("model-abi: %d failed\n", failures);
     return failures ? 1 : 0;
   } else {
-    fprintf(stderr,
-            "usage: tprt-model-abi-test [bad-rank|bad-batch|bad-shape]\n");
+    fprintf(stderr, "usage: tprt-model-abi-test "
+                    "[bad-rank|bad-batch|bad-shape|bad-shared-a]\n");
     return 2;
   }
   printf("the bad call returned\n");

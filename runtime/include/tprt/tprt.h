@@ -259,6 +259,20 @@ TPRT_API tprt_status tprt_gemm_strided_batched(
     int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b, float beta,
     void *c, int64_t ldc, int64_t stride_c, int64_t batch, void *stream);
 
+/* `count` products sharing A: C_i = alpha * op(A) * op(B_i) + beta * C_i
+ * for i < count, each as tprt_gemm with the same m, n, k, lda, ldb and
+ * ldc. `b` and `c` are host arrays of `count` pointers to buffers in the
+ * context's memory (device memory on GPU backends); the C_i must not
+ * overlap each other, A or any B_i. One batched cuBLAS call over pointer
+ * arrays on GPU backends (the products run together and read A once), a
+ * loop over tprt_gemm on the CPU ones; counted as `count` GEMMs in
+ * tprt_stats. */
+TPRT_API tprt_status tprt_gemm_shared_a(
+    tprt_context *ctx, tprt_dtype dtype, int trans_a, int trans_b, int64_t m,
+    int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
+    const void *const *b, int64_t ldb, float beta, void *const *c,
+    int64_t ldc, int count, void *stream);
+
 /*---------------------------------------------------------------------------
  * Timers and counters
  *

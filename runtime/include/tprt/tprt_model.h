@@ -46,7 +46,12 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
  * ([batch, N, K] if trans_b), C [batch, M, N] with
  * tprt_gemm_strided_batched (cuBLAS strided-batched on GPU backends: f16 and
  * bf16 accumulate in f32, f32 is plain FP32 unless TPRT_ALLOW_TF32=1). C is
- * overwritten. The integer variants fail (there is no integer product).
+ * overwritten. tprt_mlir_gemm_shared_aN_* (N = 2, 3, 4) computes the N
+ * products C_i = op(A) op(B_i) of one A with tprt_gemm_shared_a (one
+ * cuBLAS batched call over pointer arrays on GPU backends, reading A once):
+ * the arguments are trans_a, trans_b, A, B_0..B_{N-1}, then C_0..C_{N-1}
+ * (outputs last), all 2-D, every B_i of one shape and every C_i of one
+ * shape. The integer variants fail (there is no integer product).
  * On GPU backends every buffer is device memory. */
 #define TPRT_MODEL_COLLECTIVES(SUFFIX)                                         \
   TPRT_API void tprt_mlir_all_reduce_##SUFFIX(                                \
@@ -69,7 +74,22 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
       int64_t b_rank, void *b_desc, int64_t c_rank, void *c_desc);             \
   TPRT_API void tprt_mlir_batched_gemm_##SUFFIX(                              \
       int32_t trans_a, int32_t trans_b, int64_t a_rank, void *a_desc,          \
-      int64_t b_rank, void *b_desc, int64_t c_rank, void *c_desc);
+      int64_t b_rank, void *b_desc, int64_t c_rank, void *c_desc);             \
+  TPRT_API void tprt_mlir_gemm_shared_a2_##SUFFIX(                            \
+      int32_t trans_a, int32_t trans_b, int64_t a_rank, void *a_desc,          \
+      int64_t b0_rank, void *b0_desc, int64_t b1_rank, void *b1_desc,          \
+      int64_t c0_rank, void *c0_desc, int64_t c1_rank, void *c1_desc);         \
+  TPRT_API void tprt_mlir_gemm_shared_a3_##SUFFIX(                            \
+      int32_t trans_a, int32_t trans_b, int64_t a_rank, void *a_desc,          \
+      int64_t b0_rank, void *b0_desc, int64_t b1_rank, void *b1_desc,          \
+      int64_t b2_rank, void *b2_desc, int64_t c0_rank, void *c0_desc,          \
+      int64_t c1_rank, void *c1_desc, int64_t c2_rank, void *c2_desc);         \
+  TPRT_API void tprt_mlir_gemm_shared_a4_##SUFFIX(                            \
+      int32_t trans_a, int32_t trans_b, int64_t a_rank, void *a_desc,          \
+      int64_t b0_rank, void *b0_desc, int64_t b1_rank, void *b1_desc,          \
+      int64_t b2_rank, void *b2_desc, int64_t b3_rank, void *b3_desc,          \
+      int64_t c0_rank, void *c0_desc, int64_t c1_rank, void *c1_desc,          \
+      int64_t c2_rank, void *c2_desc, int64_t c3_rank, void *c3_desc);
 
 TPRT_MODEL_COLLECTIVES(f32)
 TPRT_MODEL_COLLECTIVES(f16)

@@ -48,6 +48,18 @@ tprt_status Backend::batchedGemm(tprt_dtype dtype, bool transA, bool transB,
   return TPRT_OK;
 }
 
+tprt_status Backend::sharedAGemm(tprt_dtype dtype, bool transA, bool transB,
+                                 int64_t m, int64_t n, int64_t k, float alpha,
+                                 const void *a, int64_t lda,
+                                 const void *const *b, int64_t ldb, float beta,
+                                 void *const *c, int64_t ldc, int count) {
+  for (int i = 0; i < count; ++i)
+    if (tprt_status status = gemm(dtype, transA, transB, m, n, k, alpha, a, lda,
+                                  b[i], ldb, beta, c[i], ldc))
+      return status;
+  return TPRT_OK;
+}
+
 tprt_status Backend::allocate(size_t bytes, void **out) {
   if (bytes == 0) {
     *out = nullptr;

@@ -87,6 +87,16 @@ public:
                                   float beta, void *c, int64_t ldc,
                                   int64_t strideC, int64_t batch);
 
+  /// `count` row-major GEMMs sharing A: c[i] = alpha op(A) op(b[i]) +
+  /// beta c[i] (see tprt_gemm_shared_a), arguments already checked, count
+  /// >= 1, m and n > 0. `b` and `c` are host arrays of pointers into the
+  /// backend's memory. The default loops over gemm().
+  virtual tprt_status sharedAGemm(tprt_dtype dtype, bool transA, bool transB,
+                                  int64_t m, int64_t n, int64_t k, float alpha,
+                                  const void *a, int64_t lda,
+                                  const void *const *b, int64_t ldb, float beta,
+                                  void *const *c, int64_t ldc, int count);
+
   /// Buffers for collectives; the defaults use 64-byte aligned host memory.
   virtual tprt_status allocate(size_t bytes, void **out);
   virtual void release(void *ptr);

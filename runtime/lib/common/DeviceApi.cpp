@@ -2,7 +2,7 @@
 //
 // The calls a runner needs to drive a GPU backend the same way as a CPU one:
 // tprt_memory_is_device, tprt_memcpy and tprt_synchronize; the topology
-// queries; and tprt_gemm_strided_batched.
+// queries; tprt_gemm_strided_batched and tprt_gemm_shared_a.
 //
 //===----------------------------------------------------------------------===//
 
@@ -150,6 +150,106 @@ TPRT_EXPORT tprt_status tprt_gemm_strided_batched(
     ctx->stats.gemm_calls += uint64_t(batch);
     ctx->stats.gemm_flops +=
         2.0 * double(m) * double(n) * double(k) * double(batch);
+    return TPRT_OK;
+  });
+}
+
+namespace {
+
+/// Whether two row-major matrices of `rows` rows of `width` bytes, rows
+/// `pitch` bytes apart, starting at `first` and `second`, share a byte.
+/// Exact, so that interleaved column blocks of one wider matrix (C_i =
+/// base + i * n with ldc = count * n) are accepted.
+bool matricesOverlap(const void *first, const void *second, int64_t rows,
+                     uint64_t width, uint64_t pitch) {
+  uintptr_t x = reinterpret_cast<uintptr_t>(first),
+            y = reinterpret_cast<uintptr_t>(second);
+  uint64_t d = x < y ? y - x : x - y; // the later one starts d bytes in
+  uint64_t q = d / pitch, s = d % pitch;
+  // Its row 0 lands in row q of the earlier one at column byte s (and, if
+  // it wraps, in row q + 1 from column byte 0 up to s + width - pitch).
+  return (s < width && q < uint64_t(rows)) ||
+         (pitch - s < width && q + 1 < uint64_t(rows));
+}
+
+} // namespace
+
+TPRT_EXPORT tprt_status tprt_gemm_shared_a(
+    tprt_context *ctx, tprt_dtype dtype, int trans_a, int trans_b, int64_t m,
+    int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
+    const void *const *b, int64_t ldb, float beta, void *const *c, int64_t ldc,
+    int count, void *stream) {
+  ApiScope scope("tprt_gemm_shared_a");
+  (void)stream;
+  return guard([&]() -> tprt_status {
+    if (!ctx)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "ctx is null");
+    if (!isValidDType(dtype))
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "dtype %d is not a tprt_dtype",
+                  static_cast<int>(dtype));
+    if (dtype == TPRT_I32 || dtype == TPRT_I64)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "dtype %s is not supported (f32, f64, f16 and bf16 are)",
+                  dtypeName(dtype));
+    if (m < 0 || n < 0 || k < 0)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "m, n and k must be >= 0, got %lld, %lld and %lld",
+                  static_cast<long long>(m), static_cast<long long>(n),
+                  static_cast<long long>(k));
+    if (count < 1)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "count is %d, expected >= 1",
+                  count);
+    struct Operand {
+      const char *ld;
+      int64_t value, columns;
+      const char *name;
+    };
+    const Operand operands[] = {{"lda", lda, trans_a ? m : k, "A"},
+                                {"ldb", ldb, trans_b ? k : n, "B"},
+                                {"ldc", ldc, n, "C"}};
+    for (const Operand &op : operands)
+      if (op.value < std::max<int64_t>(1, op.columns))
+        return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                    "%s is %lld, smaller than the %lld columns of %s as stored",
+                    op.ld, static_cast<long long>(op.value),
+                    static_cast<long long>(op.columns), op.name);
+    if (tprt_status status = checkNotNull({{"b", b}, {"c", c}}))
+      return status;
+    if (!a && m > 0 && k > 0)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "a is null");
+    for (int i = 0; i < count; ++i) {
+      if (!b[i] && k > 0 && n > 0)
+        return fail(TPRT_ERROR_INVALID_ARGUMENT, "b[%d] is null", i);
+      if (!c[i] && m > 0 && n > 0)
+        return fail(TPRT_ERROR_INVALID_ARGUMENT, "c[%d] is null", i);
+    }
+    if (m == 0 || n == 0)
+      return TPRT_OK;
+    // The products may run concurrently: their outputs must not overlap.
+    size_t es = dtypeSize(dtype);
+    for (int i = 1; i < count; ++i)
+      for (int j = 0; j < i; ++j)
+        if (matricesOverlap(c[j], c[i], m, uint64_t(n) * es,
+                            uint64_t(ldc) * es))
+          return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                      "c[%d] overlaps c[%d] (%lldx%lld C matrices with ldc "
+                      "%lld): the outputs must not overlap",
+                      i, j, static_cast<long long>(m),
+                      static_cast<long long>(n), static_cast<long long>(ldc));
+
+    Backend::TimerMark mark;
+    ctx->backend->timerBegin(mark);
+    tprt_status status =
+        ctx->backend->sharedAGemm(dtype, trans_a != 0, trans_b != 0, m, n, k,
+                                  alpha, a, lda, b, ldb, beta, c, ldc, count);
+    if (status) {
+      ctx->backend->timerCancel(mark);
+      return status;
+    }
+    ctx->backend->timerEnd(mark, &ctx->stats.gemm_seconds);
+    ctx->stats.gemm_calls += uint64_t(count);
+    ctx->stats.gemm_flops +=
+        2.0 * double(m) * double(n) * double(k) * double(count);
     return TPRT_OK;
   });
 }

@@ -22,7 +22,15 @@ const char *cuda::cublasText(cublasStatus_t status) {
 }
 
 Cublas::~Cublas() {
-  if (handle && currentDevice() && makeCurrent() == TPRT_OK)
+  if ((!handle && !pointerArrays) || !currentDevice() ||
+      makeCurrent() != TPRT_OK)
+    return;
+  if (pointerArrays) {
+    // The last shared-A GEMM may still read them.
+    cuStreamSynchronize(stream);
+    cuMemFree(pointerArrays);
+  }
+  if (handle)
     cublasDestroy(handle);
 }
 
@@ -43,15 +51,27 @@ tprt_status Cublas::initialize() {
   return TPRT_OK;
 }
 
-tprt_status Cublas::gemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
-                         int64_t n, int64_t k, float alpha, const void *a,
-                         int64_t lda, int64_t strideA, const void *b,
-                         int64_t ldb, int64_t strideB, float beta, void *c,
-                         int64_t ldc, int64_t strideC, int64_t batch) {
-  cudaDataType type;
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  double alpha64 = alpha, beta64 = beta;
-  const void *alphaPtr = &alpha, *betaPtr = &beta;
+tprt_status Cublas::prepare(tprt_dtype dtype, cudaDataType &type,
+                            cublasComputeType_t &compute, bool &doubleScalars) {
+  switch (dtype) {
+  case TPRT_F32:
+  case TPRT_F16:
+  case TPRT_BF16:
+  case TPRT_F64:
+    break;
+  default:
+    return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                "dtype %s is not supported (f32, f64, f16 and bf16 are)",
+                dtypeName(dtype));
+  }
+  if (tprt_status status = makeCurrent())
+    return status;
+  // Before the mapping: initialize() reads TPRT_ALLOW_TF32.
+  if (!handle)
+    if (tprt_status status = initialize())
+      return status;
+  compute = CUBLAS_COMPUTE_32F;
+  doubleScalars = false;
   switch (dtype) {
   case TPRT_F32:
     type = CUDA_R_32F;
@@ -63,22 +83,30 @@ tprt_status Cublas::gemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
   case TPRT_BF16:
     type = CUDA_R_16BF;
     break;
-  case TPRT_F64:
+  default: // TPRT_F64
     type = CUDA_R_64F;
     compute = CUBLAS_COMPUTE_64F;
-    alphaPtr = &alpha64;
-    betaPtr = &beta64;
+    doubleScalars = true;
     break;
-  default:
-    return fail(TPRT_ERROR_INVALID_ARGUMENT,
-                "dtype %s is not supported (f32, f64, f16 and bf16 are)",
-                dtypeName(dtype));
   }
-  if (tprt_status status = makeCurrent())
+  return TPRT_OK;
+}
+
+tprt_status Cublas::gemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
+                         int64_t n, int64_t k, float alpha, const void *a,
+                         int64_t lda, int64_t strideA, const void *b,
+                         int64_t ldb, int64_t strideB, float beta, void *c,
+                         int64_t ldc, int64_t strideC, int64_t batch) {
+  cudaDataType type;
+  cublasComputeType_t compute;
+  bool doubleScalars;
+  if (tprt_status status = prepare(dtype, type, compute, doubleScalars))
     return status;
-  if (!handle)
-    if (tprt_status status = initialize())
-      return status;
+  double alpha64 = alpha, beta64 = beta;
+  const void *alphaPtr = doubleScalars ? static_cast<const void *>(&alpha64)
+                                       : static_cast<const void *>(&alpha);
+  const void *betaPtr = doubleScalars ? static_cast<const void *>(&beta64)
+                                      : static_cast<const void *>(&beta);
   cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   // cuBLAS rejects leading dimensions below the rows of the column-major
@@ -101,5 +129,81 @@ tprt_status Cublas::gemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
                 static_cast<long long>(m), static_cast<long long>(n),
                 static_cast<long long>(k), dtypeName(dtype),
                 static_cast<long long>(batch), cublasText(status));
+  return TPRT_OK;
+}
+
+tprt_status Cublas::gemmSharedA(tprt_dtype dtype, bool transA, bool transB,
+                                int64_t m, int64_t n, int64_t k, float alpha,
+                                const void *a, int64_t lda,
+                                const void *const *b, int64_t ldb, float beta,
+                                void *const *c, int64_t ldc, int count) {
+  if (count == 1)
+    return gemm(dtype, transA, transB, m, n, k, alpha, a, lda, 0, b[0], ldb, 0,
+                beta, c[0], ldc, 0, 1);
+  cudaDataType type;
+  cublasComputeType_t compute;
+  bool doubleScalars;
+  if (tprt_status status = prepare(dtype, type, compute, doubleScalars))
+    return status;
+  double alpha64 = alpha, beta64 = beta;
+  const void *alphaPtr = doubleScalars ? static_cast<const void *>(&alpha64)
+                                       : static_cast<const void *>(&alpha);
+  const void *betaPtr = doubleScalars ? static_cast<const void *>(&beta64)
+                                      : static_cast<const void *>(&beta);
+
+  // The pointer arrays in cuBLAS's operand order (row-major trick: its
+  // first operand is our B_i, its second our A): [B_0..B_{count-1},
+  // A x count, C_0..C_{count-1}].
+  size_t entries = 3 * size_t(count);
+  hostPointers.resize(entries);
+  for (int i = 0; i < count; ++i) {
+    hostPointers[size_t(i)] = b[i];
+    hostPointers[size_t(count + i)] = a;
+    hostPointers[size_t(2 * count + i)] = c[i];
+  }
+  if (entries > pointerCapacity) {
+    if (pointerArrays) {
+      // The previous shared-A GEMM may still read the old arrays.
+      cuStreamSynchronize(stream);
+      cuMemFree(pointerArrays);
+    }
+    pointerArrays = 0;
+    pointerCapacity = 0;
+    size_t capacity = entries < 24 ? 24 : entries;
+    if (tprt_status status =
+            check(cuMemAlloc(&pointerArrays, capacity * sizeof(void *)),
+                  "cuMemAlloc"))
+      return status;
+    pointerCapacity = capacity;
+  }
+  // hostPointers is pageable memory: cuMemcpyHtoDAsync stages a pageable
+  // source before it returns, so the vector may be rewritten by the next
+  // call. The copy is ordered on the rank's stream after the GEMM of the
+  // previous call, which has then finished reading the device arrays, so
+  // reusing them without a synchronization is safe.
+  if (tprt_status status =
+          check(cuMemcpyHtoDAsync(pointerArrays, hostPointers.data(),
+                                  entries * sizeof(void *), stream),
+                "cuMemcpyHtoDAsync"))
+    return status;
+  auto *device = reinterpret_cast<void **>(pointerArrays);
+  const void *const *firstArray = device;                // our B_i
+  const void *const *secondArray = device + count;       // our A
+  void *const *outputArray = device + 2 * size_t(count); // our C_i
+
+  cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasStatus_t status = cublasGemmBatchedEx_64(
+      handle, opB, opA, n, m, k, alphaPtr, firstArray, type, ldb, secondArray,
+      type, lda, betaPtr, outputArray, type, ldc, count, compute,
+      CUBLAS_GEMM_DEFAULT);
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return fail(status == CUBLAS_STATUS_ALLOC_FAILED ? TPRT_ERROR_OUT_OF_MEMORY
+                                                     : TPRT_ERROR_BACKEND,
+                "cublasGemmBatchedEx of %lldx%lldx%lld (%s, %d products "
+                "sharing A) failed: %s",
+                static_cast<long long>(m), static_cast<long long>(n),
+                static_cast<long long>(k), dtypeName(dtype), count,
+                cublasText(status));
   return TPRT_OK;
 }

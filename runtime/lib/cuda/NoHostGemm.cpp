@@ -1,8 +1,9 @@
 //===- NoHostGemm.cpp - The host GEMM is not part of libtprt_cuda ---------===//
 //
 // Backend::gemm's default (Backend.cpp) calls hostGemm, which lives in
-// libtprt with its CBLAS. The GPU backend overrides gemm and batchedGemm,
-// so this definition only completes the base class inside libtprt_cuda.
+// libtprt with its CBLAS. The GPU backend overrides gemm, batchedGemm and
+// sharedAGemm, so this definition only completes the base class inside
+// libtprt_cuda.
 //
 //===----------------------------------------------------------------------===//
 

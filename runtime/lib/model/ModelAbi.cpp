@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -219,6 +220,51 @@ void batchedGemm(tprt_dtype dtype, int32_t transA, int32_t transB,
         op);
 }
 
+/// C_i = op(A) op(B_i) for i < count on 2-D contiguous buffers, one
+/// tprt_gemm_shared_a call. `operands` holds the (rank, descriptor) pairs
+/// of B_0..B_{count-1}, then of C_0..C_{count-1}.
+void sharedAGemm(tprt_dtype dtype, const char *op, int32_t transA,
+                 int32_t transB, int64_t aRank, void *aDesc, int count,
+                 const std::pair<int64_t, void *> *operands) {
+  size_t bytes = bytesOf(dtype);
+  if (aRank != 2)
+    fail(op, "operands must be 2-D");
+  for (int i = 0; i < 2 * count; ++i)
+    if (operands[i].first != 2)
+      fail(op, "operands must be 2-D");
+  Tensor a = readDescriptor(aRank, aDesc, bytes, op);
+  std::vector<Tensor> bs, cs;
+  for (int i = 0; i < count; ++i)
+    bs.push_back(readDescriptor(2, operands[i].second, bytes, op));
+  for (int i = 0; i < count; ++i)
+    cs.push_back(readDescriptor(2, operands[count + i].second, bytes, op));
+  for (int i = 1; i < count; ++i) {
+    if (bs[size_t(i)].shape != bs[0].shape)
+      fail(op, "the B operands have different shapes");
+    if (cs[size_t(i)].shape != cs[0].shape)
+      fail(op, "the C operands have different shapes");
+  }
+  const Tensor &b = bs[0];
+  int64_t m = cs[0].shape[0], n = cs[0].shape[1];
+  int64_t k = transA ? a.shape[0] : a.shape[1];
+  if ((transA ? a.shape[1] : a.shape[0]) != m ||
+      (transB ? b.shape[1] : b.shape[0]) != k ||
+      (transB ? b.shape[0] : b.shape[1]) != n)
+    fail(op, "the operand shapes do not match C_i = op(A) op(B_i)");
+  if (!binding().ctx)
+    fail(op, "the runtime is not bound (call tprt_model_bind)");
+  std::vector<const void *> bPointers;
+  std::vector<void *> cPointers;
+  for (int i = 0; i < count; ++i) {
+    bPointers.push_back(bs[size_t(i)].data);
+    cPointers.push_back(cs[size_t(i)].data);
+  }
+  check(tprt_gemm_shared_a(binding().ctx, dtype, transA, transB, m, n, k, 1.0f,
+                           a.data, a.shape[1], bPointers.data(), b.shape[1],
+                           0.0f, cPointers.data(), n, count, nullptr),
+        op);
+}
+
 } // namespace
 
 extern "C" {
@@ -279,6 +325,40 @@ int64_t tprt_mlir_axis_index(int64_t axes_mask) {
       int64_t bRank, void *bDesc, int64_t cRank, void *cDesc) {                \
     batchedGemm(DTYPE, transA, transB, aRank, aDesc, bRank, bDesc, cRank,      \
                 cDesc);                                                        \
+  }                                                                            \
+  void tprt_mlir_gemm_shared_a2_##SUFFIX(                                     \
+      int32_t transA, int32_t transB, int64_t aRank, void *aDesc,              \
+      int64_t b0Rank, void *b0Desc, int64_t b1Rank, void *b1Desc,              \
+      int64_t c0Rank, void *c0Desc, int64_t c1Rank, void *c1Desc) {            \
+    const std::pair<int64_t, void *> operands[] = {                            \
+        {b0Rank, b0Desc}, {b1Rank, b1Desc}, {c0Rank, c0Desc},                  \
+        {c1Rank, c1Desc}};                                                     \
+    sharedAGemm(DTYPE, "gemm_shared_a2", transA, transB, aRank, aDesc, 2,      \
+                operands);                                                     \
+  }                                                                            \
+  void tprt_mlir_gemm_shared_a3_##SUFFIX(                                     \
+      int32_t transA, int32_t transB, int64_t aRank, void *aDesc,              \
+      int64_t b0Rank, void *b0Desc, int64_t b1Rank, void *b1Desc,              \
+      int64_t b2Rank, void *b2Desc, int64_t c0Rank, void *c0Desc,              \
+      int64_t c1Rank, void *c1Desc, int64_t c2Rank, void *c2Desc) {            \
+    const std::pair<int64_t, void *> operands[] = {                            \
+        {b0Rank, b0Desc}, {b1Rank, b1Desc}, {b2Rank, b2Desc},                  \
+        {c0Rank, c0Desc}, {c1Rank, c1Desc}, {c2Rank, c2Desc}};                 \
+    sharedAGemm(DTYPE, "gemm_shared_a3", transA, transB, aRank, aDesc, 3,      \
+                operands);                                                     \
+  }                                                                            \
+  void tprt_mlir_gemm_shared_a4_##SUFFIX(                                     \
+      int32_t transA, int32_t transB, int64_t aRank, void *aDesc,              \
+      int64_t b0Rank, void *b0Desc, int64_t b1Rank, void *b1Desc,              \
+      int64_t b2Rank, void *b2Desc, int64_t b3Rank, void *b3Desc,              \
+      int64_t c0Rank, void *c0Desc, int64_t c1Rank, void *c1Desc,              \
+      int64_t c2Rank, void *c2Desc, int64_t c3Rank, void *c3Desc) {            \
+    const std::pair<int64_t, void *> operands[] = {                            \
+        {b0Rank, b0Desc}, {b1Rank, b1Desc}, {b2Rank, b2Desc},                  \
+        {b3Rank, b3Desc}, {c0Rank, c0Desc}, {c1Rank, c1Desc},                  \
+        {c2Rank, c2Desc}, {c3Rank, c3Desc}};                                   \
+    sharedAGemm(DTYPE, "gemm_shared_a4", transA, transB, aRank, aDesc, 4,      \
+                operands);                                                     \
   }
 
 TPRT_DEFINE_MODEL_COLLECTIVES(f32, TPRT_F32)

@@ -177,6 +177,14 @@ public:
     return cublas.gemm(dtype, transA, transB, m, n, k, alpha, a, lda, strideA,
                        b, ldb, strideB, beta, c, ldc, strideC, batch);
   }
+  tprt_status sharedAGemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
+                          int64_t n, int64_t k, float alpha, const void *a,
+                          int64_t lda, const void *const *b, int64_t ldb,
+                          float beta, void *const *c, int64_t ldc,
+                          int count) override {
+    return cublas.gemmSharedA(dtype, transA, transB, m, n, k, alpha, a, lda, b,
+                              ldb, beta, c, ldc, count);
+  }
 
   tprt_status allocate(size_t bytes, void **out) override;
   void release(void *ptr) override;
