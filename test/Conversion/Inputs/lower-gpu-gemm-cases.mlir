@@ -93,3 +93,26 @@ func.func @case_matvec(%a: tensor<4x8xf32>, %x: tensor<8xf32>) -> tensor<4xf32> 
   %r = linalg.matvec ins(%a, %x : tensor<4x8xf32>, tensor<8xf32>) outs(%f : tensor<4xf32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// Q, K and V of one input (tp-group-gemms makes them one shared-A call),
+// returned as q + 2k + 3v so that every product shows in the one result.
+func.func @case_shared_a(%x: tensor<16x64xf32>, %wq: tensor<64x32xf32>, %wk: tensor<64x32xf32>, %wv: tensor<64x32xf32>) -> tensor<16x32xf32> attributes {llvm.emit_c_interface} {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %three = arith.constant 3.0 : f32
+  %e = tensor.empty() : tensor<16x32xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %q = linalg.matmul ins(%x, %wq : tensor<16x64xf32>, tensor<64x32xf32>) outs(%z : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %k = linalg.matmul ins(%x, %wk : tensor<16x64xf32>, tensor<64x32xf32>) outs(%z : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %v = linalg.matmul ins(%x, %wv : tensor<16x64xf32>, tensor<64x32xf32>) outs(%z : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%q, %k, %v : tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>) outs(%e : tensor<16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %o: f32):
+    %b2 = arith.mulf %b, %two : f32
+    %c3 = arith.mulf %c, %three : f32
+    %s = arith.addf %a, %b2 : f32
+    %t = arith.addf %s, %c3 : f32
+    linalg.yield %t : f32
+  } -> tensor<16x32xf32>
+  return %r : tensor<16x32xf32>
+}

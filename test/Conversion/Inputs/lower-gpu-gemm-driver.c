@@ -57,6 +57,8 @@ static void product(int ta, int tb, const float *a, const float *b, float *c,
     }
 }
 
+static int sharedACalls = 0;
+
 void tprt_mlir_gemm_f32(int32_t ta, int32_t tb, int64_t ra, void *da,
                         int64_t rb, void *db, int64_t rc, void *dc) {
   int64_t sa[2], sb[2], sc[2];
@@ -94,6 +96,21 @@ void tprt_mlir_batched_gemm_f32(int32_t ta, int32_t tb, int64_t ra, void *da,
     product(ta, tb, a + i * m * k, b + i * k * n, c + i * m * n, m, n, k);
 }
 
+// The shared-A entry point's contract (runtime/lib/model/ModelAbi.cpp):
+// trans flags, A, then the three B's, then the three C's.
+void tprt_mlir_gemm_shared_a3_f32(int32_t ta, int32_t tb, int64_t ra,
+                                  void *da, int64_t rb0, void *db0,
+                                  int64_t rb1, void *db1, int64_t rb2,
+                                  void *db2, int64_t rc0, void *dc0,
+                                  int64_t rc1, void *dc1, int64_t rc2,
+                                  void *dc2) {
+  int64_t rb[3] = {rb0, rb1, rb2}, rc[3] = {rc0, rc1, rc2};
+  void *db[3] = {db0, db1, db2}, *dc[3] = {dc0, dc1, dc2};
+  for (int i = 0; i < 3; ++i)
+    tprt_mlir_gemm_f32(ta, tb, ra, da, rb[i], db[i], rc[i], dc[i]);
+  sharedACalls++;
+}
+
 static float *randomBuffer(int64_t n, unsigned *seed) {
   float *p = malloc(n * sizeof(float));
   for (int64_t i = 0; i < n; ++i) {
@@ -112,6 +129,7 @@ static int64_t count(int rank, const int64_t *shape) {
 
 typedef void (*Fn3)(Desc *, Desc *, Desc *);
 typedef void (*Fn4)(Desc *, Desc *, Desc *, Desc *);
+typedef void (*Fn5)(Desc *, Desc *, Desc *, Desc *, Desc *);
 
 // Runs one case: inputs of the given ranks and shapes, one output.
 static void run(const char *name, void *viaGemm, void *viaLoops, int inputs,
@@ -119,7 +137,7 @@ static void run(const char *name, void *viaGemm, void *viaLoops, int inputs,
   // Each version gets its own copy of the inputs: a compiled function may
   // reuse an argument's buffer (the accumulating init, for instance).
   unsigned seedGemm = 42, seedLoops = 42;
-  Desc in[3], inLoops[3], outGemm, outLoops;
+  Desc in[4], inLoops[4], outGemm, outLoops;
   for (int i = 0; i < inputs; ++i) {
     int64_t size = count(ranks[i], shapes[i]);
     in[i] = make(randomBuffer(size, &seedGemm), ranks[i], shapes[i]);
@@ -132,9 +150,13 @@ static void run(const char *name, void *viaGemm, void *viaLoops, int inputs,
   if (inputs == 2) {
     ((Fn3)viaGemm)(&in[0], &in[1], &outGemm);
     ((Fn3)viaLoops)(&inLoops[0], &inLoops[1], &outLoops);
-  } else {
+  } else if (inputs == 3) {
     ((Fn4)viaGemm)(&in[0], &in[1], &in[2], &outGemm);
     ((Fn4)viaLoops)(&inLoops[0], &inLoops[1], &inLoops[2], &outLoops);
+  } else {
+    ((Fn5)viaGemm)(&in[0], &in[1], &in[2], &in[3], &outGemm);
+    ((Fn5)viaLoops)(&inLoops[0], &inLoops[1], &inLoops[2], &inLoops[3],
+                    &outLoops);
   }
   double worst = 0, norm = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -156,6 +178,7 @@ DECLARE(scores, Desc *, Desc *, Desc *)
 DECLARE(pv, Desc *, Desc *, Desc *)
 DECLARE(accumulate, Desc *, Desc *, Desc *, Desc *)
 DECLARE(matvec, Desc *, Desc *, Desc *)
+DECLARE(shared_a, Desc *, Desc *, Desc *, Desc *, Desc *)
 
 #define RUN(NAME, INPUTS, RANKS, ...)                                          \
   do {                                                                         \
@@ -175,5 +198,8 @@ int main(void) {
   RUN(pv, 2, R(4, 4, 4), {2, 4, 8, 8}, {2, 8, 4, 16}, {2, 8, 4, 16});
   RUN(accumulate, 3, R(2, 2, 2, 2), {4, 8}, {8, 16}, {4, 16}, {4, 16});
   RUN(matvec, 2, R(2, 1, 1), {4, 8}, {8}, {4});
+  RUN(shared_a, 4, R(2, 2, 2, 2, 2), {16, 64}, {64, 32}, {64, 32}, {64, 32},
+      {16, 32});
+  printf("shared-A calls: %d\n", sharedACalls);
   return 0;
 }
