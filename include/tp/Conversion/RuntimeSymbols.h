@@ -8,6 +8,8 @@
 #ifndef TP_CONVERSION_RUNTIMESYMBOLS_H
 #define TP_CONVERSION_RUNTIMESYMBOLS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Types.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -44,6 +46,11 @@ std::optional<std::string> getElementSuffix(Type elementType);
 /// `tprt_mlir_<collective>_<suffix>`, e.g. `tprt_mlir_all_reduce_bf16`.
 std::string getCollectiveSymbol(llvm::StringRef collective,
                                 llvm::StringRef suffix);
+
+/// The private declaration of the runtime function `name` in `module`
+/// (added at the module's end on first use, else the existing one).
+func::FuncOp getOrDeclare(ModuleOp module, llvm::StringRef name,
+                          TypeRange inputs, TypeRange results = {});
 
 /// The entry point a compiled model exports (docs/model-abi.md).
 inline constexpr llvm::StringLiteral kModelEntry = "tp_model_run";

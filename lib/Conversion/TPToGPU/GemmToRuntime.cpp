@@ -122,7 +122,9 @@ public:
   void lower(linalg::LinalgOp op);
 
 private:
-  func::FuncOp getCallee(StringRef name, TypeRange inputs);
+  func::FuncOp getCallee(StringRef name, TypeRange inputs) {
+    return runtime::getOrDeclare(module, name, inputs);
+  }
   Value transpose(OpBuilder &b, Location loc, Value v,
                   ArrayRef<unsigned> own, ArrayRef<unsigned> order);
   Value reshape(OpBuilder &b, Location loc, Value v,
@@ -132,16 +134,6 @@ private:
 };
 
 } // namespace
-
-func::FuncOp GemmLowering::getCallee(StringRef name, TypeRange inputs) {
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
-  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-  auto fn = func::FuncOp::create(builder, module.getLoc(), name,
-                                 builder.getFunctionType(inputs, {}));
-  fn.setPrivate();
-  return fn;
-}
 
 /// `v` (whose dimensions read the loops `own`) with its dimensions permuted
 /// into `order`.

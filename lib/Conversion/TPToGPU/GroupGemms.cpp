@@ -106,19 +106,11 @@ public:
 
 private:
   void rewrite(MutableArrayRef<Product> chunk, StringRef suffix);
-  func::FuncOp getCallee(StringRef name, TypeRange inputs);
+  func::FuncOp getCallee(StringRef name, TypeRange inputs) {
+    return runtime::getOrDeclare(module, name, inputs);
+  }
   ModuleOp module;
 };
-
-func::FuncOp Grouper::getCallee(StringRef name, TypeRange inputs) {
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
-  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-  auto fn = func::FuncOp::create(builder, module.getLoc(), name,
-                                 builder.getFunctionType(inputs, {}));
-  fn.setPrivate();
-  return fn;
-}
 
 void Grouper::run(func::FuncOp fn) {
   std::string gemmPrefix =

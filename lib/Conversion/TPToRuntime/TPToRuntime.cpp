@@ -51,6 +51,17 @@ std::string runtime::getCollectiveSymbol(StringRef collective,
   return ("tprt_mlir_" + collective + "_" + suffix).str();
 }
 
+func::FuncOp runtime::getOrDeclare(ModuleOp module, StringRef name,
+                                   TypeRange inputs, TypeRange results) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  auto fn = func::FuncOp::create(builder, module.getLoc(), name,
+                                 builder.getFunctionType(inputs, results));
+  fn.setPrivate();
+  return fn;
+}
+
 namespace {
 
 class Lowering {
@@ -60,8 +71,9 @@ public:
   LogicalResult run();
 
 private:
-  /// The callee `name` with the given argument types, declared on first use.
-  func::FuncOp getCallee(StringRef name, TypeRange inputs, TypeRange results);
+  func::FuncOp getCallee(StringRef name, TypeRange inputs, TypeRange results) {
+    return runtime::getOrDeclare(module, name, inputs, results);
+  }
   FailureOr<int64_t> axesMask(Operation *op, FlatSymbolRefAttr meshRef,
                               ArrayAttr axes);
   void lowerMatmul(linalg::MatmulOp matmul);
@@ -73,17 +85,6 @@ private:
 };
 
 } // namespace
-
-func::FuncOp Lowering::getCallee(StringRef name, TypeRange inputs,
-                                 TypeRange results) {
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
-  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-  auto fn = func::FuncOp::create(builder, module.getLoc(), name,
-                                 builder.getFunctionType(inputs, results));
-  fn.setPrivate();
-  return fn;
-}
 
 FailureOr<int64_t> Lowering::axesMask(Operation *op, FlatSymbolRefAttr meshRef,
                                       ArrayAttr axes) {

@@ -11,6 +11,7 @@
 #include "Error.h"
 
 #include <algorithm>
+#include <utility>
 
 using namespace tprt;
 
@@ -74,6 +75,47 @@ TPRT_EXPORT tprt_status tprt_node_of(tprt_context *ctx, int world_rank,
   return TPRT_OK;
 }
 
+namespace {
+
+/// The checks the batched GEMM entry points share: the context, a float
+/// dtype, sizes >= 0 (`what` names them in the message) and leading
+/// dimensions that hold a stored row of each operand.
+tprt_status checkGemm(tprt_context *ctx, tprt_dtype dtype, int trans_a,
+                      int trans_b, int64_t m, int64_t n, int64_t k,
+                      int64_t lda, int64_t ldb, int64_t ldc) {
+  if (!ctx)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "ctx is null");
+  if (!isValidDType(dtype))
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "dtype %d is not a tprt_dtype",
+                static_cast<int>(dtype));
+  if (dtype == TPRT_I32 || dtype == TPRT_I64)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                "dtype %s is not supported (f32, f64, f16 and bf16 are)",
+                dtypeName(dtype));
+  if (m < 0 || n < 0 || k < 0)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                "m, n and k must be >= 0, got %lld, %lld and %lld",
+                static_cast<long long>(m), static_cast<long long>(n),
+                static_cast<long long>(k));
+  struct Operand {
+    const char *ld;
+    int64_t value, columns;
+    const char *name;
+  };
+  const Operand operands[] = {{"lda", lda, trans_a ? m : k, "A"},
+                              {"ldb", ldb, trans_b ? k : n, "B"},
+                              {"ldc", ldc, n, "C"}};
+  for (const Operand &op : operands)
+    if (op.value < std::max<int64_t>(1, op.columns))
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "%s is %lld, smaller than the %lld columns of %s as stored",
+                  op.ld, static_cast<long long>(op.value),
+                  static_cast<long long>(op.columns), op.name);
+  return TPRT_OK;
+}
+
+} // namespace
+
 TPRT_EXPORT tprt_status tprt_gemm_strided_batched(
     tprt_context *ctx, tprt_dtype dtype, int trans_a, int trans_b, int64_t m,
     int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
@@ -82,43 +124,18 @@ TPRT_EXPORT tprt_status tprt_gemm_strided_batched(
   ApiScope scope("tprt_gemm_strided_batched");
   (void)stream;
   return guard([&]() -> tprt_status {
-    if (!ctx)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT, "ctx is null");
-    if (!isValidDType(dtype))
-      return fail(TPRT_ERROR_INVALID_ARGUMENT, "dtype %d is not a tprt_dtype",
-                  static_cast<int>(dtype));
-    if (dtype == TPRT_I32 || dtype == TPRT_I64)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT,
-                  "dtype %s is not supported (f32, f64, f16 and bf16 are)",
-                  dtypeName(dtype));
-    if (m < 0 || n < 0 || k < 0 || batch < 0)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT,
-                  "m, n, k and batch must be >= 0, got %lld, %lld, %lld and "
-                  "%lld",
-                  static_cast<long long>(m), static_cast<long long>(n),
-                  static_cast<long long>(k), static_cast<long long>(batch));
-    struct Operand {
-      const char *ld;
-      int64_t value, columns;
-      const char *stride;
-      int64_t strideValue, rows;
-      const char *name;
-    };
-    const Operand operands[] = {{"lda", lda, trans_a ? m : k, "stride_a",
-                                 stride_a, trans_a ? k : m, "A"},
-                                {"ldb", ldb, trans_b ? k : n, "stride_b",
-                                 stride_b, trans_b ? n : k, "B"},
-                                {"ldc", ldc, n, "stride_c", stride_c, m, "C"}};
-    for (const Operand &op : operands) {
-      if (op.value < std::max<int64_t>(1, op.columns))
-        return fail(TPRT_ERROR_INVALID_ARGUMENT,
-                    "%s is %lld, smaller than the %lld columns of %s as stored",
-                    op.ld, static_cast<long long>(op.value),
-                    static_cast<long long>(op.columns), op.name);
-      if (op.strideValue < 0)
+    if (tprt_status status =
+            checkGemm(ctx, dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc))
+      return status;
+    if (batch < 0)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "batch is %lld, expected >= 0",
+                  static_cast<long long>(batch));
+    const std::pair<const char *, int64_t> strides[] = {
+        {"stride_a", stride_a}, {"stride_b", stride_b}, {"stride_c", stride_c}};
+    for (auto [name, value] : strides)
+      if (value < 0)
         return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is %lld, expected >= 0",
-                    op.stride, static_cast<long long>(op.strideValue));
-    }
+                    name, static_cast<long long>(value));
     // The C matrices of the batch must not overlap.
     if (batch > 1 && m > 0 && n > 0 && stride_c < (m - 1) * ldc + n)
       return fail(TPRT_ERROR_INVALID_ARGUMENT,
@@ -182,37 +199,12 @@ TPRT_EXPORT tprt_status tprt_gemm_shared_a(
   ApiScope scope("tprt_gemm_shared_a");
   (void)stream;
   return guard([&]() -> tprt_status {
-    if (!ctx)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT, "ctx is null");
-    if (!isValidDType(dtype))
-      return fail(TPRT_ERROR_INVALID_ARGUMENT, "dtype %d is not a tprt_dtype",
-                  static_cast<int>(dtype));
-    if (dtype == TPRT_I32 || dtype == TPRT_I64)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT,
-                  "dtype %s is not supported (f32, f64, f16 and bf16 are)",
-                  dtypeName(dtype));
-    if (m < 0 || n < 0 || k < 0)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT,
-                  "m, n and k must be >= 0, got %lld, %lld and %lld",
-                  static_cast<long long>(m), static_cast<long long>(n),
-                  static_cast<long long>(k));
+    if (tprt_status status =
+            checkGemm(ctx, dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc))
+      return status;
     if (count < 1)
       return fail(TPRT_ERROR_INVALID_ARGUMENT, "count is %d, expected >= 1",
                   count);
-    struct Operand {
-      const char *ld;
-      int64_t value, columns;
-      const char *name;
-    };
-    const Operand operands[] = {{"lda", lda, trans_a ? m : k, "A"},
-                                {"ldb", ldb, trans_b ? k : n, "B"},
-                                {"ldc", ldc, n, "C"}};
-    for (const Operand &op : operands)
-      if (op.value < std::max<int64_t>(1, op.columns))
-        return fail(TPRT_ERROR_INVALID_ARGUMENT,
-                    "%s is %lld, smaller than the %lld columns of %s as stored",
-                    op.ld, static_cast<long long>(op.value),
-                    static_cast<long long>(op.columns), op.name);
     if (tprt_status status = checkNotNull({{"b", b}, {"c", c}}))
       return status;
     if (!a && m > 0 && k > 0)

@@ -51,8 +51,8 @@ tprt_status Cublas::initialize() {
   return TPRT_OK;
 }
 
-tprt_status Cublas::prepare(tprt_dtype dtype, cudaDataType &type,
-                            cublasComputeType_t &compute, bool &doubleScalars) {
+tprt_status Cublas::prepare(tprt_dtype dtype, float alpha, float beta,
+                            Setup &setup) {
   switch (dtype) {
   case TPRT_F32:
   case TPRT_F16:
@@ -70,23 +70,28 @@ tprt_status Cublas::prepare(tprt_dtype dtype, cudaDataType &type,
   if (!handle)
     if (tprt_status status = initialize())
       return status;
-  compute = CUBLAS_COMPUTE_32F;
-  doubleScalars = false;
+  setup.f[0] = alpha;
+  setup.f[1] = beta;
+  setup.d[0] = alpha;
+  setup.d[1] = beta;
+  setup.compute = CUBLAS_COMPUTE_32F;
+  setup.doubleScalars = false;
   switch (dtype) {
   case TPRT_F32:
-    type = CUDA_R_32F;
-    compute = allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    setup.type = CUDA_R_32F;
+    setup.compute =
+        allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     break;
   case TPRT_F16:
-    type = CUDA_R_16F;
+    setup.type = CUDA_R_16F;
     break;
   case TPRT_BF16:
-    type = CUDA_R_16BF;
+    setup.type = CUDA_R_16BF;
     break;
   default: // TPRT_F64
-    type = CUDA_R_64F;
-    compute = CUBLAS_COMPUTE_64F;
-    doubleScalars = true;
+    setup.type = CUDA_R_64F;
+    setup.compute = CUBLAS_COMPUTE_64F;
+    setup.doubleScalars = true;
     break;
   }
   return TPRT_OK;
@@ -97,16 +102,12 @@ tprt_status Cublas::gemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
                          int64_t lda, int64_t strideA, const void *b,
                          int64_t ldb, int64_t strideB, float beta, void *c,
                          int64_t ldc, int64_t strideC, int64_t batch) {
-  cudaDataType type;
-  cublasComputeType_t compute;
-  bool doubleScalars;
-  if (tprt_status status = prepare(dtype, type, compute, doubleScalars))
+  Setup setup;
+  if (tprt_status status = prepare(dtype, alpha, beta, setup))
     return status;
-  double alpha64 = alpha, beta64 = beta;
-  const void *alphaPtr = doubleScalars ? static_cast<const void *>(&alpha64)
-                                       : static_cast<const void *>(&alpha);
-  const void *betaPtr = doubleScalars ? static_cast<const void *>(&beta64)
-                                      : static_cast<const void *>(&beta);
+  cudaDataType type = setup.type;
+  cublasComputeType_t compute = setup.compute;
+  const void *alphaPtr = setup.alpha(), *betaPtr = setup.beta();
   cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   // cuBLAS rejects leading dimensions below the rows of the column-major
@@ -140,16 +141,12 @@ tprt_status Cublas::gemmSharedA(tprt_dtype dtype, bool transA, bool transB,
   if (count == 1)
     return gemm(dtype, transA, transB, m, n, k, alpha, a, lda, 0, b[0], ldb, 0,
                 beta, c[0], ldc, 0, 1);
-  cudaDataType type;
-  cublasComputeType_t compute;
-  bool doubleScalars;
-  if (tprt_status status = prepare(dtype, type, compute, doubleScalars))
+  Setup setup;
+  if (tprt_status status = prepare(dtype, alpha, beta, setup))
     return status;
-  double alpha64 = alpha, beta64 = beta;
-  const void *alphaPtr = doubleScalars ? static_cast<const void *>(&alpha64)
-                                       : static_cast<const void *>(&alpha);
-  const void *betaPtr = doubleScalars ? static_cast<const void *>(&beta64)
-                                      : static_cast<const void *>(&beta);
+  cudaDataType type = setup.type;
+  cublasComputeType_t compute = setup.compute;
+  const void *alphaPtr = setup.alpha(), *betaPtr = setup.beta();
 
   // The pointer arrays in cuBLAS's operand order (row-major trick: its
   // first operand is our B_i, its second our A): [B_0..B_{count-1},

@@ -60,11 +60,25 @@ public:
 
 private:
   tprt_status initialize();
-  /// Maps `dtype` to cuBLAS's data and compute types (`doubleScalars`:
-  /// alpha and beta go as doubles, for f64), makes the device current and
-  /// creates the handle at the first call.
-  tprt_status prepare(tprt_dtype dtype, cudaDataType &type,
-                      cublasComputeType_t &compute, bool &doubleScalars);
+  /// What one cuBLAS call needs: the data and compute types of a dtype,
+  /// and alpha and beta as cuBLAS reads them (doubles for f64).
+  struct Setup {
+    cudaDataType type;
+    cublasComputeType_t compute;
+    float f[2];
+    double d[2];
+    bool doubleScalars;
+    const void *alpha() const {
+      return doubleScalars ? static_cast<const void *>(&d[0]) : &f[0];
+    }
+    const void *beta() const {
+      return doubleScalars ? static_cast<const void *>(&d[1]) : &f[1];
+    }
+  };
+  /// Fills `setup` for `dtype`, makes the device current and creates the
+  /// handle at the first call.
+  tprt_status prepare(tprt_dtype dtype, float alpha, float beta,
+                      Setup &setup);
 
   CUstream stream = nullptr;
   cublasHandle_t handle = nullptr;
