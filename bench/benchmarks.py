@@ -341,6 +341,26 @@ class Bench:
                           " |" + " |" * 8)
         self.emit()
 
+    # 8 -------------------------------------------------------------------
+    def gpu_cost(self):
+        self.emit("## 8. GPU cost of a Llama-2-7B layer (no GPU needed)")
+        self.emit()
+        self.emit("tp-gen's Llama-2-7B decoder layer (bf16, batch 1 x 4096 tokens), alone "
+                  "(`--blocks-only`) and with the final norm and the LM head, sharded at "
+                  "tp = 1 and 8 and lowered with `--tp-lower-gpu=\"chip=sm_90 "
+                  "stop-after=kernels cost-report=FILE\"` (`bench/gpu-cost.sh`). Per "
+                  "device, counted off the lowered host code: the minimum is issue 20's "
+                  "(weights read once, activations written once, no score tensor: the "
+                  "arguments plus every activation a library reads or writes, once; "
+                  "docs/passes/lower-gpu.md), and the arguments alone are the bound no "
+                  "library-based implementation approaches. Before/after figures: "
+                  "docs/gpu.md.")
+        self.emit()
+        r = run(["bash", os.path.join(self.root, "bench", "gpu-cost.sh"), self.build])
+        self.emit(r.stdout.strip() if r.returncode == 0 else
+                  "bench/gpu-cost.sh failed: %s" % r.stderr.strip()[-300:])
+        self.emit()
+
     def write(self):
         page = os.path.join(self.root, "docs", "benchmarks.md")
         with open(page, "w") as f:
@@ -361,7 +381,8 @@ def main():
     t0 = time.time()
     sections = {"quality": b.plan_quality, "upstream": b.upstream,
                 "compile": b.compile_time, "collectives": b.collectives,
-                "frontends": b.frontends, "mesh2d": b.mesh2d}
+                "frontends": b.frontends, "mesh2d": b.mesh2d,
+                "gpucost": b.gpu_cost}
     for name, fn in sections.items():
         if not args.only or name in args.only.split(","):
             fn()

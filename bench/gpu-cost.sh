@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The GPU cost table of docs/gpu.md, measured in one run: tp-gen's
+# Llama-2-7B decoder layer (bf16, batch 1 x 4096 tokens, --blocks-only) and
+# the same layer with the final norm and the LM head, sharded at tp = 1 and
+# 8 and lowered with --tp-lower-gpu="chip=sm_90 stop-after=kernels
+# cost-report=FILE" (no GPU needed). Prints one markdown row per figure:
+# kernel launches, GEMM calls (and the products they compute), GEMM flops,
+# collective calls, device copies, bytes moved, the minimum (issue 20's:
+# arguments once plus every library-facing activation once), the ratio, the
+# arguments alone and that ratio, and the largest temporary. Asserts
+# nothing: the figures are static counts of the lowered code.
+#
+#   bench/gpu-cost.sh [BUILD_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$root/build}
+bin=$build/bin
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+gen=(--preset llama2-7b --layers 1 --seq 4096 --batch 1 --dtype bf16)
+"$bin/tp-gen" "${gen[@]}" --blocks-only -o "$work/layer.mlir"
+"$bin/tp-gen" "${gen[@]}" -o "$work/full.mlir"
+reports=()
+for model in layer full; do
+  for tp in 1 8; do
+    "$bin/tp-opt" "$work/$model.mlir" --tp-shard="tp=$tp" -o "$work/$model.tp$tp.mlir"
+    "$bin/tp-opt" "$work/$model.tp$tp.mlir" \
+      --tp-lower-gpu="chip=sm_90 stop-after=kernels cost-report=$work/$model.tp$tp.json" \
+      -o /dev/null 2>/dev/null
+    reports+=("$model:$tp:$work/$model.tp$tp.json")
+  done
+done
+
+python3 - "${reports[@]}" <<'EOF'
+import json, sys
+
+columns = []
+for arg in sys.argv[1:]:
+    model, tp, path = arg.split(":", 2)
+    f = json.load(open(path))["functions"][0]
+    columns.append(("%s tp=%s" % ("layer" if model == "layer" else "layer + LM head", tp), f))
+
+def mib(b):
+    return "%.1f MiB" % (b / 2**20)
+
+def products(f):
+    return sum(e.get("batch", 1) if e["name"].startswith("tprt_mlir_gemm_shared_a") else 1
+               for e in f["launches"] if e["kind"] == "gemm")
+
+def collectives(f):
+    return sum(n for name, n in f["calls_by_name"].items()
+               if any(c in name for c in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "slice")))
+
+rows = [
+    ("kernel launches", lambda f: str(f["kernel_launches"])),
+    ("GEMM calls (products)", lambda f: "%d (%d)" % (f["gemm_launches"], products(f))),
+    ("GEMM flops (per device)", lambda f: "%.1f G" % (f["gemm_flops"] / 1e9)),
+    ("collective calls", lambda f: str(collectives(f))),
+    ("device copies", lambda f: str(f["copies"]["count"])),
+    ("bytes moved per device", lambda f: mib(f["bytes_moved"])),
+    ("minimum (issue 20's)", lambda f: mib(f["minimum_bytes"])),
+    ("bytes moved / minimum", lambda f: "%.2fx" % f["ratio_to_minimum"]),
+    ("arguments alone", lambda f: mib(f["argument_bytes"])),
+    ("bytes moved / arguments", lambda f: "%.2fx" % f["ratio_to_arguments"]),
+    ("largest temporary", lambda f: "`%s`" % f["largest_temporary"]["type"]),
+]
+print("| Llama-2-7B, bf16, 4096 tokens | " + " | ".join(name for name, _ in columns) + " |")
+print("|---|" + "---|" * len(columns))
+for label, get in rows:
+    print("| %s | %s |" % (label, " | ".join(get(f) for _, f in columns)))
+EOF
