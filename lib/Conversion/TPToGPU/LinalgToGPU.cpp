@@ -13,7 +13,8 @@
 //  * Row reduction: every reduction dimension trails every parallel one and
 //    each output's region value is `combiner(out, contribution)` with a
 //    combiner that gpu.all_reduce knows (matchReduction, then
-//    arith::getNeutralElement). One block per row: the grid is the number of
+//    arith::getNeutralElement), on f32, f64, i32, i64, f16 or bf16 (64-bit
+//    values shuffle as two 32-bit halves). One block per row: the grid is the number of
 //    parallel points, the block 32..256 threads (the row length rounded up to
 //    a power of two). Each thread folds a strided part of the row into a
 //    partial starting at the neutral element, by the op's own region; a
@@ -600,7 +601,9 @@ FailureOr<SmallVector<RowCombiner>> KernelBuilder::matchCombiners() {
     std::optional<gpu::AllReduceOperation> kind = getAllReduceKind(combiner);
     std::optional<TypedAttr> neutral = arith::getNeutralElement(combiner);
     Type type = combiner->getResult(0).getType();
-    bool shuffleable = type.isF32() || type.isInteger(32) ||
+    // 64-bit values are shuffled as two 32-bit halves by convert-gpu-to-nvvm.
+    bool shuffleable = type.isF32() || type.isF64() || type.isInteger(32) ||
+                       type.isInteger(64) ||
                        ((type.isF16() || type.isBF16()) && isa<FloatType>(type));
     if (!kind || !neutral || !shuffleable)
       return failure();
