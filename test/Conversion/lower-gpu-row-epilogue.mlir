@@ -224,3 +224,36 @@ func.func @other_shape(%x: memref<8x64xf32>, %y: memref<8x32xf32>) {
   memref.dealloc %s : memref<8xf32>
   return
 }
+
+// torch-mlir's keepdim reduction: the output [1, 8, 1] is written through
+// (d0, d1, d2) -> (d0, d1, 0), every element once, so the fill before it is
+// absorbed (the kernel starts from zero); and the scaling that follows is
+// its epilogue. One launch.
+// CHECK-LABEL: func.func @keepdim
+// CHECK: gpu.launch blocks
+// CHECK: gpu.all_reduce add
+// CHECK: arith.divf
+// CHECK: memref.store %{{.*}}, %arg1
+// CHECK-NOT: gpu.launch
+// CHECK: return
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#keep = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+func.func @keepdim(%x: memref<1x8x64xf32>, %y: memref<1x8x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %s = memref.alloc() : memref<1x8x1xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<1x8x1xf32>)
+  linalg.generic {indexing_maps = [#id3, #keep], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : memref<1x8x64xf32>) outs(%s : memref<1x8x1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %a = arith.addf %in, %acc : f32
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#id3, #keep, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %s : memref<1x8x64xf32>, memref<1x8x1xf32>) outs(%y : memref<1x8x64xf32>) {
+  ^bb0(%in: f32, %t: f32, %o: f32):
+    %q = arith.divf %in, %t : f32
+    linalg.yield %q : f32
+  }
+  memref.dealloc %s : memref<1x8x1xf32>
+  return
+}

@@ -173,6 +173,29 @@ def GroupGemmsPass : Pass<"tp-group-gemms", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseElementwisePass : Pass<"tp-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Elementwise fusion that also recomputes cheap unary "
+                "producers in each of their consumers (GPU path)";
+  let description = [{
+    Upstream's `linalg-fuse-elementwise-ops` fuses a producer into its
+    consumer only when the consumer is its one use. On the GPU path a
+    producer that merely converts or scales one input (torch-mlir's
+    `arith.extf` of a norm's input to f64, read by both the mean and the
+    variance reductions) then becomes its own kernel and a buffer written
+    once and read by each consumer. This pass runs the same patterns with a
+    control function that also fuses such a producer into every consumer:
+    all-parallel, one tensor input through a projected permutation, its
+    output unused in the body, and at most 4 `arith` ops (no integer
+    division or remainder) on block arguments and constants. Each consumer
+    reads the producer's input instead (no larger than its result), and
+    the producer goes once it has no use.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
 def UntieFillsPass : Pass<"tp-untie-fills", "::mlir::ModuleOp"> {
   let summary = "Give each user of a shared linalg.fill on tensors its own "
                 "fill (GPU path, before bufferization)";

@@ -72,6 +72,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::tp {
@@ -378,6 +379,27 @@ private:
 
 } // namespace
 
+/// Whether an output read through `map` covers every element of a buffer
+/// of `type`: each result is a distinct loop dimension, or the constant 0
+/// on a dimension of size 1.
+static bool writesEveryElement(AffineMap map, MemRefType type) {
+  if (map.getNumResults() != type.getRank() || !type.hasStaticShape())
+    return false;
+  llvm::SmallBitVector seen(map.getNumDims());
+  for (auto [i, e] : llvm::enumerate(map.getResults())) {
+    if (auto dim = dyn_cast<AffineDimExpr>(e)) {
+      if (seen.test(dim.getPosition()))
+        return false;
+      seen.set(dim.getPosition());
+      continue;
+    }
+    auto constant = dyn_cast<AffineConstantExpr>(e);
+    if (!constant || constant.getValue() != 0 || type.getDimSize(i) != 1)
+      return false;
+  }
+  return true;
+}
+
 void KernelBuilder::findFilledInits() {
   fillValues.assign(op.getNumDpsInits(), nullptr);
   if (op.getNumReductionLoops() == 0)
@@ -385,12 +407,13 @@ void KernelBuilder::findFilledInits() {
   for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
     Value buffer = init.get();
     // The op writes every element of the output (a projected permutation
-    // covering the output's dimensions), so what the fill wrote is read by
-    // this op only.
+    // covering the output's dimensions, where a kept reduced dimension of
+    // size 1 may be read at the constant 0: torch-mlir's keepdim
+    // reductions, `(d0, d1, d2) -> (d0, d1, 0)`), so what the fill wrote is
+    // read by this op only.
     AffineMap map = op.getMatchingIndexingMap(&init);
     auto type = dyn_cast<MemRefType>(buffer.getType());
-    if (!type || !map.isProjectedPermutation() ||
-        map.getNumResults() != type.getRank())
+    if (!type || !writesEveryElement(map, type))
       continue;
     // The nearest earlier op of the block that touches the buffer (as an
     // operand or inside its regions) must be a fill of it.

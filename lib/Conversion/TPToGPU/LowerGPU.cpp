@@ -175,7 +175,9 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   pm.addPass(createFuseSoftmaxPass());
   pm.addPass(createConvertTPToRuntimePass());
   pm.addPass(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+  // Upstream's elementwise fusion, which also recomputes cheap unary
+  // producers (casts) in each consumer.
+  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
   // A fill shared by several reductions would be one buffer copied for each
   // of them: one fill per user, which its kernel then absorbs.
