@@ -19,6 +19,28 @@ func.func @matmul_transposed_a(%a: tensor<8x4xf32>, %b: tensor<8x16xf32>) -> ten
   return %c : tensor<4x16xf32>
 }
 
+// torch-mlir's nn.Linear: x @ W^T spelled as a linalg.transpose of the
+// weight and a plain matmul. The transpose becomes trans_b = 1 on W itself:
+// no transpose kernel (a copy of the weight every step).
+// CHECK-LABEL: func.func @linear_transposed_weight
+// CHECK-SAME: (%[[X:.*]]: tensor<8x64xf32>, %[[W:.*]]: tensor<32x64xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[WB:.*]] = bufferization.to_buffer %[[W]] read_only : tensor<32x64xf32> to memref<32x64xf32>
+// CHECK: call @tprt_mlir_gemm_f32(%[[ZERO]], %[[ONE]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+func.func @linear_transposed_weight(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %et = tensor.empty() : tensor<64x32xf32>
+  %wt = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%et : tensor<64x32xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<8x32xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %c = linalg.matmul ins(%x, %wt : tensor<8x64xf32>, tensor<64x32xf32>) outs(%f : tensor<8x32xf32>) -> tensor<8x32xf32>
+  return %c : tensor<8x32xf32>
+}
+
 // linalg.batch_matmul: the rank-3 entry point.
 // CHECK-LABEL: func.func @batch_matmul
 // CHECK: %[[A:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<3x4x8xbf16> to memref<3x4x8xbf16>

@@ -24,6 +24,9 @@
 //     contiguous already.
 //  4. The product lands in a fresh buffer; an init that is not a fill of
 //     zero is added to it with an elementwise linalg.generic.
+// Before step 1, an operand that is a linalg.transpose is replaced by the
+// transpose's input read through the composed map (torch-mlir's weight
+// transposes become trans flags, foldOperandTransposes).
 // Contractions on integer or mixed element types, or with dynamic shapes,
 // stay linalg with a remark: they become (slower) kernels or loops.
 //
@@ -35,10 +38,12 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace mlir::tp {
 #define GEN_PASS_DEF_GEMMTORUNTIMEPASS
@@ -208,10 +213,57 @@ Value GemmLowering::reshape(OpBuilder &b, Location loc, Value v,
                                        ArrayRef<ReassociationIndices>{all});
 }
 
+/// A contraction whose operand is a linalg.transpose (torch-mlir's
+/// `x @ W^T` transposes the weight first) reads the transpose's input
+/// instead, through its map composed with the permutation; a named op is
+/// generalized first. The GEMM then takes the transpose as a trans flag,
+/// and the transpose kernel (a copy of the weight every step) goes with its
+/// last use.
+static linalg::LinalgOp foldOperandTransposes(linalg::LinalgOp op) {
+  auto transposeOf = [](OpOperand *operand) {
+    auto t = operand->get().getDefiningOp<linalg::TransposeOp>();
+    return t && t.hasPureTensorSemantics() ? t : linalg::TransposeOp();
+  };
+  if (llvm::none_of(op.getDpsInputOperands(), transposeOf))
+    return op;
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic) {
+    IRRewriter rewriter(op.getContext());
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
+    if (failed(g))
+      return op;
+    generic = *g;
+  }
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    linalg::TransposeOp t = transposeOf(input);
+    if (!t)
+      continue;
+    // out[x] = in[y] with y[p[j]] = x[j]: the input's map reads result
+    // pinv[i] of the old map at its position i.
+    ArrayRef<int64_t> perm = t.getPermutation();
+    AffineMap old = maps[input->getOperandNumber()];
+    SmallVector<AffineExpr> results(perm.size());
+    for (auto [j, p] : llvm::enumerate(perm))
+      results[p] = old.getResult(j);
+    maps[input->getOperandNumber()] =
+        AffineMap::get(old.getNumDims(), old.getNumSymbols(), results,
+                       op.getContext());
+    input->set(t.getInput());
+    if (t->use_empty())
+      t->erase();
+  }
+  generic.setIndexingMapsAttr(
+      Builder(op.getContext()).getAffineMapArrayAttr(maps));
+  return generic;
+}
+
 void GemmLowering::lower(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || op->getNumResults() != 1 ||
       !linalg::isaContractionOpInterface(op))
     return;
+  op = foldOperandTransposes(op);
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
   if (failed(dims))

@@ -116,3 +116,15 @@ func.func @case_shared_a(%x: tensor<16x64xf32>, %wq: tensor<64x32xf32>, %wk: ten
   } -> tensor<16x32xf32>
   return %r : tensor<16x32xf32>
 }
+
+// torch-mlir's nn.Linear: the weight transposed by a linalg.transpose, then
+// a plain matmul (tp-gemm-to-runtime folds the transpose into trans_b).
+func.func @case_linear_wt(%x: tensor<16x64xf32>, %w: tensor<32x64xf32>) -> tensor<16x32xf32> attributes {llvm.emit_c_interface} {
+  %zero = arith.constant 0.0 : f32
+  %et = tensor.empty() : tensor<64x32xf32>
+  %wt = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%et : tensor<64x32xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<16x32xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %c = linalg.matmul ins(%x, %wt : tensor<16x64xf32>, tensor<64x32xf32>) outs(%f : tensor<16x32xf32>) -> tensor<16x32xf32>
+  return %c : tensor<16x32xf32>
+}

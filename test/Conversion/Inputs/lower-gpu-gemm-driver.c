@@ -179,6 +179,7 @@ DECLARE(pv, Desc *, Desc *, Desc *)
 DECLARE(accumulate, Desc *, Desc *, Desc *, Desc *)
 DECLARE(matvec, Desc *, Desc *, Desc *)
 DECLARE(shared_a, Desc *, Desc *, Desc *, Desc *, Desc *)
+DECLARE(linear_wt, Desc *, Desc *, Desc *)
 
 #define RUN(NAME, INPUTS, RANKS, ...)                                          \
   do {                                                                         \
@@ -200,6 +201,7 @@ int main(void) {
   RUN(matvec, 2, R(2, 1, 1), {4, 8}, {8}, {4});
   RUN(shared_a, 4, R(2, 2, 2, 2, 2), {16, 64}, {64, 32}, {64, 32}, {64, 32},
       {16, 32});
+  RUN(linear_wt, 2, R(2, 2, 2), {16, 64}, {32, 64}, {16, 32});
   printf("shared-A calls: %d\n", sharedACalls);
   return 0;
 }
