@@ -257,3 +257,78 @@ func.func @keepdim(%x: memref<1x8x64xf32>, %y: memref<1x8x64xf32>) {
   memref.dealloc %s : memref<1x8x1xf32>
   return
 }
+
+// torch-mlir's LayerNorm: the mean, the fill of the variance's buffer, the
+// variance reading the mean, and the scaling reading both. One launch: two
+// all-reduces, then the scaling; neither statistic is stored.
+// CHECK-LABEL: func.func @layernorm_chain
+// CHECK: gpu.launch blocks
+// CHECK: gpu.all_reduce add
+// CHECK: arith.subf
+// CHECK: gpu.all_reduce add
+// CHECK-NOT: memref.store %{{.*}}, %{{.*}} : memref<8xf32>
+// CHECK: math.rsqrt
+// CHECK: memref.store %{{.*}}, %arg1
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @layernorm_chain(%x: memref<8x64xf32>, %y: memref<8x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 64.0 : f32
+  %m = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%zero : f32) outs(%m : memref<8xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x64xf32>) outs(%m : memref<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %a = arith.addf %in, %acc : f32
+    linalg.yield %a : f32
+  }
+  %v = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%zero : f32) outs(%v : memref<8xf32>)
+  linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %m : memref<8x64xf32>, memref<8xf32>) outs(%v : memref<8xf32>) {
+  ^bb0(%in: f32, %s: f32, %acc: f32):
+    %mean = arith.divf %s, %n : f32
+    %d = arith.subf %in, %mean : f32
+    %q = arith.mulf %d, %d : f32
+    %a = arith.addf %q, %acc : f32
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %m, %v : memref<8x64xf32>, memref<8xf32>, memref<8xf32>) outs(%y : memref<8x64xf32>) {
+  ^bb0(%in: f32, %s: f32, %ss: f32, %o: f32):
+    %mean = arith.divf %s, %n : f32
+    %var = arith.divf %ss, %n : f32
+    %r = math.rsqrt %var : f32
+    %d = arith.subf %in, %mean : f32
+    %t = arith.mulf %d, %r : f32
+    linalg.yield %t : f32
+  }
+  memref.dealloc %v : memref<8xf32>
+  memref.dealloc %m : memref<8xf32>
+  return
+}
+
+// The second reduction writes a buffer the first one reads: it does not
+// join the chain (two launches).
+// CHECK-LABEL: func.func @chain_overwrites_input
+// CHECK: gpu.launch blocks
+// CHECK: gpu.launch blocks
+// CHECK: return
+func.func @chain_overwrites_input(%x: memref<8x64xf32>, %b: memref<8xf32>, %out: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%out : memref<8xf32>)
+  linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %b : memref<8x64xf32>, memref<8xf32>) outs(%out : memref<8xf32>) {
+  ^bb0(%in: f32, %bias: f32, %acc: f32):
+    %p = arith.addf %in, %bias : f32
+    %a = arith.addf %p, %acc : f32
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x64xf32>) outs(%b : memref<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %a = arith.maximumf %in, %acc : f32
+    linalg.yield %a : f32
+  }
+  return
+}

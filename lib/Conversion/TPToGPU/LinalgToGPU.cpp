@@ -27,10 +27,12 @@
 //    op over the same iteration space that reads it broadcast along the row
 //    (a norm's scaling by its statistic: sum(x^2), then x * rsqrt(...) * w),
 //    the same launch applies it after the all-reduce, each thread over its
-//    strided part of the row (findRowEpilogue): one kernel, and the row
-//    statistic never goes through device memory unless something else reads
-//    it. The row is read twice by the same block, the second time from
-//    cache.
+//    strided part of the row: one kernel, and the row statistic never goes
+//    through device memory unless something else reads it. The row is read
+//    again by the same block, from cache. Before that op, further row
+//    reductions over the same rows may join (a chain, findRowChain: the
+//    variance after the mean), each reading the earlier results from
+//    registers.
 //  * Column reduction (the innermost loop parallel, some reduction loop
 //    before it: linalg.reduce dimensions = [0], bias and norm-weight
 //    gradients) with such combiners: blocks of 32 x R threads (R = 8, or 32
@@ -229,79 +231,138 @@ static Value viewRoot(Value v) {
   return v;
 }
 
-/// The op a row reduction `r`'s kernel applies in the same launch (the row
-/// epilogue of the header), or null. It is the next op that touches memory
-/// after `r` (allocations, deallocations of buffers `r` does not read, and
-/// effect-free ops such as views may come between), and
-///  * is a parallel linalg.generic on buffers over `r`'s loop ranges;
-///  * reads `r`'s one output `s` as an input with `r`'s own map for it (the
-///    row's value broadcast along the row), and touches no other view of s;
-///  * writes no buffer that `r` reads, except in place: the same buffer
-///    through the same map as `r` reads it (each element is read before
-///    it is written: the all-reduce's barrier is between).
-/// `dropResult` is set when `s` is a memref.alloc that nothing but `r`, the
-/// epilogue, deallocations and fills use: the kernel then never stores it.
-static linalg::GenericOp findRowEpilogue(linalg::LinalgOp r,
-                                         bool &dropResult) {
-  dropResult = false;
+/// What a row reduction's launch computes after it (findRowChain): more
+/// row reductions over the same rows, then at most one parallel op, the
+/// epilogue. `dropResult[i]` (the first reduction, then `reductions[i-1]`)
+/// is set when that result buffer is a memref.alloc that nothing outside
+/// the chain reads (besides deallocations and fills): it is never stored.
+struct RowChain {
+  SmallVector<linalg::GenericOp> reductions;
+  linalg::GenericOp epilogue;
+  SmallVector<bool> dropResult;
+};
+
+bool isChainableRowReduction(linalg::GenericOp op);
+
+/// The ops a row reduction `r`'s kernel computes in the same launch (the
+/// row epilogue of the header). Walking on from `r`, past allocations,
+/// effect-free ops (views), and deallocations and fills of buffers the
+/// chain neither reads nor writes, each next op must be a linalg.generic on buffers over
+/// `r`'s loop ranges that reads a chain result only as an input through
+/// that result's own map (the row's value, broadcast along the row), and
+///  * a row reduction with `r`'s iterators, one output that no chain op
+///    reads, and a combiner the row kernel knows (the variance after the
+///    mean, or a second statistic of the same rows): it joins the chain;
+///  * or a parallel op that reads a chain result and writes no buffer the
+///    chain reads, except in place (the same buffer through the same map
+///    as every chain op reads it: each element is read before the
+///    all-reduce's barrier and written after it): the epilogue; the chain
+///    ends.
+/// Anything else ends the chain.
+static RowChain findRowChain(linalg::LinalgOp r) {
+  RowChain chain;
   if (r.getNumDpsInits() != 1 || !r.hasPureBufferSemantics())
-    return nullptr;
-  OpOperand &sOperand = r.getDpsInitsMutable()[0];
-  Value s = sOperand.get();
-  Value sRoot = viewRoot(s);
-  AffineMap sMap = r.getMatchingIndexingMap(&sOperand);
-  DenseMap<Value, OpOperand *> rInputs; // root -> r's operand reading it
-  for (OpOperand *input : r.getDpsInputOperands())
-    if (isa<BaseMemRefType>(input->get().getType()))
-      rInputs[viewRoot(input->get())] = input;
-  linalg::GenericOp e;
+    return chain;
+  SmallVector<linalg::LinalgOp> members{r};
+  // Chain results by root: the buffer and the map its producer writes it
+  // through. Buffers the chain reads, by root: the operands reading them.
+  DenseMap<Value, std::pair<Value, AffineMap>> results;
+  DenseMap<Value, SmallVector<OpOperand *>> reads;
+  auto addMember = [&](linalg::LinalgOp m) {
+    OpOperand &out = m.getDpsInitsMutable()[0];
+    results[viewRoot(out.get())] = {out.get(), m.getMatchingIndexingMap(&out)};
+    for (OpOperand *input : m.getDpsInputOperands())
+      if (isa<BaseMemRefType>(input->get().getType()) &&
+          !results.count(viewRoot(input->get())))
+        reads[viewRoot(input->get())].push_back(input);
+  };
+  addMember(r);
   for (Operation *next = r->getNextNode(); next; next = next->getNextNode()) {
-    if ((e = dyn_cast<linalg::GenericOp>(next)))
-      break;
     if (isa<memref::AllocOp>(next) || isMemoryEffectFree(next))
       continue;
     if (auto dealloc = dyn_cast<memref::DeallocOp>(next)) {
       Value root = viewRoot(dealloc.getMemref());
-      if (root == sRoot || rInputs.count(root))
-        return nullptr;
+      if (results.count(root) || reads.count(root))
+        break;
       continue;
     }
-    return nullptr;
-  }
-  if (!e || !e.hasPureBufferSemantics() || e.hasDynamicShape() ||
-      e.getNumReductionLoops() != 0 ||
-      e.getStaticLoopRanges() != r.getStaticLoopRanges())
-    return nullptr;
-  bool readsRow = false;
-  for (OpOperand &operand : e->getOpOperands()) {
-    Value v = operand.get();
-    if (!isa<BaseMemRefType>(v.getType()))
-      continue;
-    Value root = viewRoot(v);
-    bool isInit = e.isDpsInit(&operand);
-    if (root == sRoot) {
-      if (isInit || v != s || e.getMatchingIndexingMap(&operand) != sMap)
-        return nullptr;
-      readsRow = true;
+    // The fill of a later reduction's output (absorbed by that reduction)
+    // may come between, if the chain neither reads nor writes its buffer.
+    if (auto fill = dyn_cast<linalg::FillOp>(next);
+        fill && fill.hasPureBufferSemantics()) {
+      Value root = viewRoot(fill.getOutputs().front());
+      if (results.count(root) || reads.count(root))
+        break;
       continue;
     }
-    if (!isInit)
-      continue;
-    auto it = rInputs.find(root);
-    if (it != rInputs.end() &&
-        (it->second->get() != v ||
-         r.getMatchingIndexingMap(it->second) !=
-             e.getMatchingIndexingMap(&operand)))
-      return nullptr;
+    auto c = dyn_cast<linalg::GenericOp>(next);
+    if (!c || !c.hasPureBufferSemantics() || c.hasDynamicShape() ||
+        c.getStaticLoopRanges() != r.getStaticLoopRanges())
+      break;
+    bool isReduction = c.getNumReductionLoops() != 0;
+    if (isReduction &&
+        (c.getIteratorTypesArray() != r.getIteratorTypesArray() ||
+         c.getNumDpsInits() != 1 || !isChainableRowReduction(c)))
+      break;
+    bool readsResult = false, ok = true;
+    for (OpOperand &operand : c->getOpOperands()) {
+      Value v = operand.get();
+      if (!isa<BaseMemRefType>(v.getType()))
+        continue;
+      Value root = viewRoot(v);
+      bool isInit = c.isDpsInit(&operand);
+      if (auto it = results.find(root); it != results.end()) {
+        if (isInit || v != it->second.first ||
+            c.getMatchingIndexingMap(&operand) != it->second.second) {
+          ok = false;
+          break;
+        }
+        readsResult = true;
+        continue;
+      }
+      if (!isInit)
+        continue;
+      auto it = reads.find(root);
+      if (it == reads.end())
+        continue;
+      // A reduction's output is a buffer of its own; an epilogue may
+      // overwrite what the chain read only in place.
+      if (isReduction ||
+          llvm::any_of(it->second, [&](OpOperand *read) {
+            auto owner = cast<linalg::LinalgOp>(read->getOwner());
+            return read->get() != v || owner.getMatchingIndexingMap(read) !=
+                                           c.getMatchingIndexingMap(&operand);
+          })) {
+        ok = false;
+        break;
+      }
+    }
+    if (!ok)
+      break;
+    if (!isReduction) {
+      if (readsResult)
+        chain.epilogue = c;
+      break;
+    }
+    chain.reductions.push_back(c);
+    members.push_back(c);
+    addMember(c);
   }
-  if (!readsRow)
-    return nullptr;
-  dropResult = s.getDefiningOp<memref::AllocOp>() &&
-               llvm::all_of(s.getUsers(), [&](Operation *user) {
-                 return user == r.getOperation() || user == e.getOperation() ||
-                        isa<memref::DeallocOp, linalg::FillOp>(user);
-               });
-  return e;
+  // A result nothing outside the chain reads is never stored.
+  for (linalg::LinalgOp m : members) {
+    Value out = m.getDpsInitsMutable()[0].get();
+    chain.dropResult.push_back(
+        out.getDefiningOp<memref::AllocOp>() &&
+        llvm::all_of(out.getUsers(), [&](Operation *user) {
+          return llvm::any_of(members,
+                              [&](linalg::LinalgOp m) {
+                                return m.getOperation() == user;
+                              }) ||
+                 (chain.epilogue && user == chain.epilogue.getOperation()) ||
+                 isa<memref::DeallocOp, linalg::FillOp>(user);
+        }));
+  }
+  return chain;
 }
 
 class KernelBuilder {
@@ -328,7 +389,8 @@ private:
   SmallVector<Value> accumulate(OpBuilder &b, ValueRange ivs,
                                 ValueRange partials,
                                 ArrayRef<RowCombiner> combiners,
-                                ArrayRef<Operation *> widened);
+                                ArrayRef<Operation *> widened,
+                                const IRMapping *given = nullptr);
   /// Combines each total with the output's initial value and stores it at
   /// `ivs`, rounded once to the output's type.
   void foldAndStore(OpBuilder &b, ValueRange ivs,
@@ -359,22 +421,25 @@ public:
   /// from that value instead of loading it, and the fill kernel goes.
   void findFilledInits();
   ArrayRef<linalg::FillOp> absorbedFills() const { return fills; }
-  /// The parallel op that the row reduction's kernel applies after the
-  /// row's result is known (findRowEpilogue), and whether the result buffer
-  /// goes with it (nothing else reads it).
-  Operation *consumedEpilogue() const { return epilogue; }
-  void setEpilogue(linalg::GenericOp e, bool dropResult) {
-    epilogue = e;
-    dropRowResult = dropResult;
+  /// The ops the row reduction's kernel computed besides its own
+  /// (findRowChain): they are gone.
+  SmallVector<Operation *> consumed() const {
+    SmallVector<Operation *> ops(chain.reductions.begin(),
+                                 chain.reductions.end());
+    if (chain.epilogue)
+      ops.push_back(chain.epilogue);
+    return ops;
   }
+  /// Whether the op is a row reduction with combiners the row kernel
+  /// knows (one that may join a chain).
+  bool isRowReduction() { return succeeded(matchRowReduction()); }
 
 private:
   linalg::LinalgOp op;
   SmallVector<int64_t> ranges;
   SmallVector<Value> fillValues;
   SmallVector<linalg::FillOp> fills;
-  linalg::GenericOp epilogue;
-  bool dropRowResult = false;
+  RowChain chain;
 };
 
 } // namespace
@@ -521,8 +586,12 @@ SmallVector<Value> KernelBuilder::loadOutputs(OpBuilder &b, ValueRange ivs) {
 SmallVector<Value> KernelBuilder::accumulate(OpBuilder &b, ValueRange ivs,
                                              ValueRange partials,
                                              ArrayRef<RowCombiner> combiners,
-                                             ArrayRef<Operation *> widened) {
+                                             ArrayRef<Operation *> widened,
+                                             const IRMapping *given) {
   IRMapping mapping;
+  if (given)
+    for (auto [from, to] : given->getValueMap())
+      mapping.map(from, to);
   SmallVector<Value> next = emitRegion(b, ivs, partials, widened, &mapping);
   for (auto [i, c] : llvm::enumerate(combiners))
     if (c.widen())
@@ -647,99 +716,151 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
   ArrayRef<int64_t> reductionRanges =
       ArrayRef<int64_t>(ranges).drop_front(numParallel);
   int64_t rowLength = product(reductionRanges);
-  // With an epilogue the launch takes the epilogue's place, after the
-  // allocation of its outputs (findRowEpilogue checked the ops between).
-  OpBuilder b(epilogue ? epilogue.getOperation() : op.getOperation());
+  // With a chain the launch takes the place of its last op, after the
+  // allocation of every output (findRowChain checked the ops between).
+  Operation *last = chain.epilogue ? chain.epilogue.getOperation()
+                    : !chain.reductions.empty()
+                        ? chain.reductions.back().getOperation()
+                        : op.getOperation();
+  OpBuilder b(last);
   Location loc = op.getLoc();
   RowLaunch row = createRowLaunch(b, loc, parallelRanges, rowLength);
   Value tid = row.tid;
   SmallVector<Value> &rowIvs = row.rowIvs;
   int64_t threads = row.threads;
-
-  // Per-thread partials over a strided part of the row; f16/bf16 outputs
-  // accumulate in f32 (their combiner is emitted on f32, the contribution
-  // extended to it).
-  SmallVector<Operation *> widened;
-  SmallVector<Value> neutrals = accumulatorInits(b, loc, combiners, widened);
-  auto loop = scf::ForOp::create(b, loc, tid, index(b, loc, rowLength),
-                                 index(b, loc, threads), neutrals);
-  {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> ivs(rowIvs);
-    SmallVector<Value> redIvs =
-        delinearize(b, loc, loop.getInductionVar(), reductionRanges);
-    ivs.append(redIvs);
-    scf::YieldOp::create(
-        b, loc, accumulate(b, ivs, loop.getRegionIterArgs(), combiners,
-                           widened));
-  }
-
-  // Across the block.
-  SmallVector<Value> totals;
-  for (auto [c, partial] : llvm::zip(combiners, loop.getResults()))
-    totals.push_back(
-        gpu::AllReduceOp::create(
-            b, loc, partial,
-            gpu::AllReduceOperationAttr::get(b.getContext(), c.kind),
-            b.getUnitAttr())
-            .getResult());
-
-  SmallVector<Value> ivs(rowIvs);
+  SmallVector<Value> outIvs(rowIvs);
   for (int64_t i = numParallel; i < (int64_t)ranges.size(); ++i)
-    ivs.push_back(index(b, loc, 0)); // outputs do not read reduction dims
-  if (!epilogue) {
-    // Thread 0 folds in the initial value and stores the row's result
-    // (rounded once to the output's type).
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                        index(b, loc, 0));
-    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
-    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-    foldAndStore(b, ivs, combiners, totals);
+    outIvs.push_back(index(b, loc, 0)); // outputs do not read reduction dims
+  bool chained = chain.epilogue || !chain.reductions.empty();
+
+  // The chain's results known so far, in registers (every thread has them:
+  // the all-reduces are uniform), by their buffer.
+  DenseMap<Value, Value> rowValues;
+  auto given = [&](linalg::LinalgOp user) {
+    IRMapping mapping;
+    for (OpOperand *input : user.getDpsInputOperands())
+      if (auto it = rowValues.find(input->get()); it != rowValues.end())
+        mapping.map(user.getMatchingBlockArgument(input), it->second);
+    return mapping;
+  };
+  // One reduction of the chain: per-thread partials over a strided part of
+  // the row (f16/bf16 outputs accumulate in f32: their combiner is emitted
+  // on f32, the contribution extended to it), the all-reduces, the result
+  // folded with the initial value and rounded once; thread 0 stores it
+  // unless nothing outside the chain reads it. When no later op of the
+  // chain needs it, only thread 0 folds (and loads the initial value).
+  auto reduce = [&](KernelBuilder &stage, ArrayRef<RowCombiner> cs,
+                    bool store, bool needed) {
+    SmallVector<Operation *> widened;
+    SmallVector<Value> neutrals = accumulatorInits(b, loc, cs, widened);
+    IRMapping known = given(stage.op);
+    auto loop = scf::ForOp::create(b, loc, tid, index(b, loc, rowLength),
+                                   index(b, loc, threads), neutrals);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> ivs(rowIvs);
+      ivs.append(delinearize(b, loc, loop.getInductionVar(), reductionRanges));
+      scf::YieldOp::create(b, loc,
+                           stage.accumulate(b, ivs, loop.getRegionIterArgs(),
+                                            cs, widened, &known));
+    }
+    SmallVector<Value> totals;
+    for (auto [c, partial] : llvm::zip(cs, loop.getResults()))
+      totals.push_back(
+          gpu::AllReduceOp::create(
+              b, loc, partial,
+              gpu::AllReduceOperationAttr::get(b.getContext(), c.kind),
+              b.getUnitAttr())
+              .getResult());
+    if (!needed) {
+      if (!store)
+        return; // a result nothing reads
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          tid, index(b, loc, 0));
+      auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+      stage.foldAndStore(b, outIvs, cs, totals);
+      return;
+    }
+    SmallVector<Value> results = stage.foldResults(b, outIvs, cs, totals);
+    if (store) {
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          tid, index(b, loc, 0));
+      auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+      stage.storeResults(b, outIvs, results);
+    }
+    rowValues[stage.op.getDpsInitsMutable()[0].get()] = results.front();
+  };
+
+  if (!chained) {
+    reduce(*this, combiners, /*store=*/true, /*needed=*/false);
     return success();
   }
+  reduce(*this, combiners, !chain.dropResult[0], /*needed=*/true);
+  std::vector<KernelBuilder> stages;
+  for (linalg::GenericOp c : chain.reductions) {
+    stages.emplace_back(c);
+    KernelBuilder &stage = stages.back();
+    stage.ranges = c.getStaticLoopRanges();
+    stage.findFilledInits();
+  }
+  for (auto [i, stage] : llvm::enumerate(stages)) {
+    bool lastNeeded = chain.epilogue || i + 1 < stages.size();
+    reduce(stage, *stage.matchRowReduction(), !chain.dropResult[i + 1],
+           lastNeeded);
+  }
 
-  // Row epilogue: every thread has the totals (the all-reduce is uniform);
-  // each computes the row's result, thread 0 stores it unless nothing else
-  // reads it, and each applies the epilogue over its strided part of the
-  // row with the result in a register. The all-reduce's barriers order
+  // The epilogue: every thread applies it over its strided part of the row
+  // with the chain's results in registers. The all-reduces' barriers order
   // every read of the row before the epilogue's first store, so an
   // epilogue writing in place over the reduced input is safe.
-  SmallVector<Value> results = foldResults(b, ivs, combiners, totals);
-  if (!dropRowResult) {
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                        index(b, loc, 0));
-    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-    storeResults(b, ivs, results);
-  }
-  KernelBuilder apply(epilogue);
-  Value rowResult = op.getDpsInitsMutable()[0].get();
-  auto applyLoop = scf::ForOp::create(b, loc, tid, index(b, loc, rowLength),
-                                      index(b, loc, threads));
-  {
+  if (chain.epilogue) {
+    KernelBuilder apply(chain.epilogue);
+    auto applyLoop = scf::ForOp::create(b, loc, tid, index(b, loc, rowLength),
+                                        index(b, loc, threads));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(applyLoop.getBody());
     SmallVector<Value> eIvs(rowIvs);
     eIvs.append(
         delinearize(b, loc, applyLoop.getInductionVar(), reductionRanges));
-    IRMapping mapping;
-    for (OpOperand *input : epilogue.getDpsInputOperands())
-      if (input->get() == rowResult)
-        mapping.map(epilogue.getMatchingBlockArgument(input), results[0]);
+    IRMapping mapping = given(chain.epilogue);
     apply.storeResults(b, eIvs, apply.emitRegion(b, eIvs, {}, {}, &mapping));
   }
-  epilogue->erase();
-  if (dropRowResult) {
-    // Its fill was absorbed; its deallocs and the alloc go with the op
-    // (build() erases the op and the fill).
-    for (Operation *user : llvm::make_early_inc_range(rowResult.getUsers()))
+
+  // The chain's ops go; a dropped result goes with its deallocations, its
+  // absorbed fill and its allocation (the first op's: in build()).
+  SmallVector<Value> dropped;
+  if (chain.epilogue)
+    chain.epilogue->erase();
+  for (auto [i, stage] : llvm::enumerate(stages)) {
+    Value out = stage.op.getDpsInitsMutable()[0].get();
+    stage.op->erase();
+    for (linalg::FillOp fill : stage.fills)
+      fill->erase();
+    if (chain.dropResult[i + 1])
+      dropped.push_back(out);
+  }
+  if (chain.dropResult[0])
+    dropped.push_back(op.getDpsInitsMutable()[0].get());
+  for (Value out : dropped) {
+    for (Operation *user : llvm::make_early_inc_range(out.getUsers()))
       if (isa<memref::DeallocOp>(user))
         user->erase();
+    if (out != op.getDpsInitsMutable()[0].get() && out.use_empty())
+      out.getDefiningOp()->erase();
   }
   return success();
 }
+
+namespace {
+bool isChainableRowReduction(linalg::GenericOp op) {
+  return KernelBuilder(op).isRowReduction();
+}
+} // namespace
 
 /// A column reduction: the innermost loop is parallel (so neighbouring
 /// threads read neighbouring elements) and some reduction loop comes
@@ -938,9 +1059,7 @@ LogicalResult KernelBuilder::build() {
   } else if (FailureOr<SmallVector<RowCombiner>> combiners =
                  matchRowReduction();
              succeeded(combiners)) {
-    bool drop = false;
-    if (linalg::GenericOp e = findRowEpilogue(op, drop))
-      setEpilogue(e, drop);
+    chain = findRowChain(op);
     result = buildRowReduction(*combiners);
   } else if (FailureOr<SmallVector<RowCombiner>> combiners = matchCombiners();
              succeeded(combiners) && isColumnReduction() &&
@@ -955,8 +1074,9 @@ LogicalResult KernelBuilder::build() {
     result = buildSerialReduction();
   }
   if (succeeded(result)) {
-    Value rowResult =
-        epilogue && dropRowResult ? op.getDpsInitsMutable()[0].get() : Value();
+    Value rowResult = !chain.dropResult.empty() && chain.dropResult[0]
+                          ? op.getDpsInitsMutable()[0].get()
+                          : Value();
     op->erase();
     for (linalg::FillOp fill : fills)
       fill->erase();
@@ -1295,8 +1415,8 @@ struct LinalgToGPUPass
       KernelBuilder builder(op);
       if (failed(builder.build()))
         return signalPassFailure();
-      if (Operation *epilogue = builder.consumedEpilogue())
-        consumed.insert(epilogue);
+      for (Operation *gone : builder.consumed())
+        consumed.insert(gone);
     }
     for (func::FuncOp fn : module.getOps<func::FuncOp>())
       if (!fn.isExternal() && failed(moveHostToDevice(fn)))
