@@ -366,62 +366,45 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
       return WalkResult::advance(); // tprt_mlir_axis_index
     Entry e;
     e.name = call.getCallee().str();
-    std::string sharedA = prefix + runtime::kGemmSharedA.str();
-    if (call.getCallee().starts_with(sharedA)) {
-      // trans_a, trans_b, A, B_0..B_N-1, C_0..C_N-1: the products run
-      // together and read A once.
-      int64_t n = (int64_t(buffers.size()) - 1) / 2;
-      MemRefType a = rankedType(buffers[0]);
-      MemRefType c = n >= 1 ? rankedType(buffers[1 + n]) : MemRefType();
-      std::optional<int64_t> transA = getConstantIntValue(call.getOperand(0));
-      if (n < 1 || buffers.size() != size_t(1 + 2 * n) ||
-          call.getNumOperands() != 2 + buffers.size() || !a || !c ||
-          !a.hasStaticShape() || !c.hasStaticShape() || a.getRank() != 2 ||
-          c.getRank() != 2 || !transA)
-        return call.emitOpError()
-               << "is not a shared-A GEMM call of the runtime ABI (trans_a, "
-                  "trans_b, A, B_0..B_N-1, C_0..C_N-1)";
-      int64_t k = a.getDimSize(*transA ? 0 : 1);
-      e.kind = "gemm";
-      e.gemmShape = {n, c.getDimSize(0), c.getDimSize(1), k};
-      e.read = bytes(buffers[0], report);
-      for (int64_t i = 0; i < n; ++i) {
-        e.read += bytes(buffers[1 + i], report);
-        e.written += bytes(buffers[1 + n + i], report);
-        e.flops += 2 * c.getNumElements() * k;
-      }
-      if (llvm::any_of(ArrayRef<Value>(buffers).take_front(1 + n),
-                       isArgument))
-        for (Value v : buffers)
-          activation(v);
-      report.gemms.add(e);
-      report.entries.push_back(std::move(e));
-      return WalkResult::advance();
-    }
-    bool isGemm = call.getCallee().starts_with(gemm) ||
+    // GEMMs: trans_a, trans_b, A, B, C; a shared-A call has N products,
+    // A, B_0..B_N-1, C_0..C_N-1, which run together and read A once.
+    bool sharedA =
+        call.getCallee().starts_with(prefix + runtime::kGemmSharedA.str());
+    bool isGemm = sharedA || call.getCallee().starts_with(gemm) ||
                   call.getCallee().starts_with(batched);
     if (isGemm) {
-      if (call.getNumOperands() != 5 || buffers.size() != 3)
+      int64_t products = (int64_t(buffers.size()) - 1) / 2;
+      if (products < 1 || buffers.size() != size_t(1 + 2 * products) ||
+          call.getNumOperands() != 2 + buffers.size() ||
+          (!sharedA && products != 1))
         return call.emitOpError()
-               << "is not a GEMM call of the runtime ABI (trans_a, trans_b, "
-                  "A, B, C)";
+               << (sharedA ? "is not a shared-A GEMM call of the runtime ABI "
+                             "(trans_a, trans_b, A, B_0..B_N-1, C_0..C_N-1)"
+                           : "is not a GEMM call of the runtime ABI (trans_a, "
+                             "trans_b, A, B, C)");
       e.kind = "gemm";
-      MemRefType a = rankedType(buffers[0]), c = rankedType(buffers[2]);
+      MemRefType a = rankedType(buffers[0]),
+                 c = rankedType(buffers[1 + products]);
       std::optional<int64_t> transA = getConstantIntValue(call.getOperand(0));
       if (!a || !c || !a.hasStaticShape() || !c.hasStaticShape() ||
-          a.getRank() < 2 || c.getRank() < 2 || !transA)
+          a.getRank() < 2 || c.getRank() < 2 ||
+          (sharedA && (a.getRank() != 2 || c.getRank() != 2)) || !transA)
         return call.emitOpError()
                << "has GEMM operands whose shapes the cost report cannot "
                   "read";
       int64_t k = a.getDimSize(a.getRank() - (*transA ? 2 : 1));
       int64_t m = c.getDimSize(c.getRank() - 2);
       int64_t n = c.getDimSize(c.getRank() - 1);
-      int64_t batch = c.getNumElements() / (m * n);
+      int64_t batch = sharedA ? products : c.getNumElements() / (m * n);
       e.gemmShape = {batch, m, n, k};
-      e.flops = 2 * c.getNumElements() * k;
-      e.read = bytes(buffers[0], report) + bytes(buffers[1], report);
-      e.written = bytes(buffers[2], report);
-      if (isArgument(buffers[0]) || isArgument(buffers[1]))
+      e.read = bytes(buffers[0], report);
+      for (int64_t i = 0; i < products; ++i) {
+        e.read += bytes(buffers[1 + i], report);
+        e.written += bytes(buffers[1 + products + i], report);
+        e.flops += 2 * c.getNumElements() * k;
+      }
+      if (llvm::any_of(ArrayRef<Value>(buffers).take_front(1 + products),
+                       isArgument))
         for (Value v : buffers)
           activation(v);
       report.gemms.add(e);

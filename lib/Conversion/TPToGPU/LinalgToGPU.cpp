@@ -773,26 +773,22 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
               gpu::AllReduceOperationAttr::get(b.getContext(), c.kind),
               b.getUnitAttr())
               .getResult());
-    if (!needed) {
-      if (!store)
-        return; // a result nothing reads
+    auto onThreadZero = [&](function_ref<void()> body) {
       Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           tid, index(b, loc, 0));
       auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-      stage.foldAndStore(b, outIvs, cs, totals);
+      body();
+    };
+    if (!needed) {
+      if (store) // else: a result nothing reads
+        onThreadZero([&] { stage.foldAndStore(b, outIvs, cs, totals); });
       return;
     }
     SmallVector<Value> results = stage.foldResults(b, outIvs, cs, totals);
-    if (store) {
-      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          tid, index(b, loc, 0));
-      auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-      stage.storeResults(b, outIvs, results);
-    }
+    if (store)
+      onThreadZero([&] { stage.storeResults(b, outIvs, results); });
     rowValues[stage.op.getDpsInitsMutable()[0].get()] = results.front();
   };
 
@@ -1407,7 +1403,8 @@ struct LinalgToGPUPass
       for (linalg::FillOp fill : probe.absorbedFills())
         absorbed.insert(fill);
     }
-    // Epilogues that a row reduction's kernel applied are gone with it.
+    // The ops a row reduction's kernel computed too (its chain: further
+    // reductions of the same rows and the epilogue) are gone with it.
     DenseSet<Operation *> consumed;
     for (linalg::LinalgOp op : ops) {
       if (absorbed.contains(op) || consumed.contains(op))

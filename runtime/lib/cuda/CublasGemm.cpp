@@ -105,23 +105,21 @@ tprt_status Cublas::gemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
   Setup setup;
   if (tprt_status status = prepare(dtype, alpha, beta, setup))
     return status;
-  cudaDataType type = setup.type;
-  cublasComputeType_t compute = setup.compute;
-  const void *alphaPtr = setup.alpha(), *betaPtr = setup.beta();
   cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   // cuBLAS rejects leading dimensions below the rows of the column-major
   // view even when the matrix is empty.
   cublasStatus_t status;
   if (batch == 1)
-    status = cublasGemmEx_64(handle, opB, opA, n, m, k, alphaPtr, b, type, ldb,
-                             a, type, lda, betaPtr, c, type, ldc, compute,
+    status = cublasGemmEx_64(handle, opB, opA, n, m, k, setup.alpha(), b,
+                             setup.type, ldb, a, setup.type, lda, setup.beta(),
+                             c, setup.type, ldc, setup.compute,
                              CUBLAS_GEMM_DEFAULT);
   else
     status = cublasGemmStridedBatchedEx_64(
-        handle, opB, opA, n, m, k, alphaPtr, b, type, ldb, strideB, a, type,
-        lda, strideA, betaPtr, c, type, ldc, strideC, batch, compute,
-        CUBLAS_GEMM_DEFAULT);
+        handle, opB, opA, n, m, k, setup.alpha(), b, setup.type, ldb, strideB,
+        a, setup.type, lda, strideA, setup.beta(), c, setup.type, ldc, strideC,
+        batch, setup.compute, CUBLAS_GEMM_DEFAULT);
   if (status != CUBLAS_STATUS_SUCCESS)
     return fail(status == CUBLAS_STATUS_ALLOC_FAILED ? TPRT_ERROR_OUT_OF_MEMORY
                                                      : TPRT_ERROR_BACKEND,
@@ -144,9 +142,6 @@ tprt_status Cublas::gemmSharedA(tprt_dtype dtype, bool transA, bool transB,
   Setup setup;
   if (tprt_status status = prepare(dtype, alpha, beta, setup))
     return status;
-  cudaDataType type = setup.type;
-  cublasComputeType_t compute = setup.compute;
-  const void *alphaPtr = setup.alpha(), *betaPtr = setup.beta();
 
   // The pointer arrays in cuBLAS's operand order (row-major trick: its
   // first operand is our B_i, its second our A): [B_0..B_{count-1},
@@ -191,9 +186,9 @@ tprt_status Cublas::gemmSharedA(tprt_dtype dtype, bool transA, bool transB,
   cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasStatus_t status = cublasGemmBatchedEx_64(
-      handle, opB, opA, n, m, k, alphaPtr, firstArray, type, ldb, secondArray,
-      type, lda, betaPtr, outputArray, type, ldc, count, compute,
-      CUBLAS_GEMM_DEFAULT);
+      handle, opB, opA, n, m, k, setup.alpha(), firstArray, setup.type, ldb,
+      secondArray, setup.type, lda, setup.beta(), outputArray, setup.type, ldc,
+      count, setup.compute, CUBLAS_GEMM_DEFAULT);
   if (status != CUBLAS_STATUS_SUCCESS)
     return fail(status == CUBLAS_STATUS_ALLOC_FAILED ? TPRT_ERROR_OUT_OF_MEMORY
                                                      : TPRT_ERROR_BACKEND,
