@@ -41,7 +41,9 @@
 //
 // Fault injection, for tests only: TP_RUNNER_FAULT=crash:R makes rank R
 // abort() right before the first call of the entry, hang:R makes it sleep
-// until it is killed (docs/model-abi.md).
+// until it is killed, perturb:R makes it change every f32/f64 value of its
+// inputs and params (x -> x * (1 + 2^-6) + 2^-6), so that a run differs
+// from the unsharded one by construction (docs/model-abi.md).
 //
 // Links only libtprt, libdl and the C++ standard library: no LLVM.
 //
@@ -155,7 +157,7 @@ struct Options {
 
 /// TP_RUNNER_FAULT: a fault injected into one rank, for tests.
 struct Fault {
-  enum class Kind { None, Crash, Hang };
+  enum class Kind { None, Crash, Hang, Perturb };
   Kind kind = Kind::None;
   long rank = -1;
 };
@@ -269,7 +271,8 @@ Options parseOptions(int argc, char **argv) {
   return options;
 }
 
-/// Reads TP_RUNNER_FAULT ("crash:R", "hang:R"; unset or empty: none).
+/// Reads TP_RUNNER_FAULT ("crash:R", "hang:R", "perturb:R"; unset or
+/// empty: none).
 bool parseFault(Fault &fault, std::string &error) {
   const char *text = std::getenv("TP_RUNNER_FAULT");
   if (!text || !*text)
@@ -281,6 +284,8 @@ bool parseFault(Fault &fault, std::string &error) {
     fault.kind = Fault::Kind::Crash;
   else if (kind == "hang")
     fault.kind = Fault::Kind::Hang;
+  else if (kind == "perturb")
+    fault.kind = Fault::Kind::Perturb;
   char *end = nullptr;
   const char *number =
       colon == std::string::npos ? "" : value.c_str() + colon + 1;
@@ -289,7 +294,7 @@ bool parseFault(Fault &fault, std::string &error) {
   if (fault.kind == Fault::Kind::None || !*number || errno || *end ||
       fault.rank < 0) {
     error = "TP_RUNNER_FAULT is \"" + value +
-            "\", expected crash:RANK or hang:RANK";
+            "\", expected crash:RANK, hang:RANK or perturb:RANK";
     return false;
   }
   return true;
@@ -461,9 +466,28 @@ private:
     return true;
   }
 
-  /// TP_RUNNER_FAULT, on its rank: abort, or sleep until killed.
+  /// TP_RUNNER_FAULT=perturb:R, on rank R: every f32/f64 value of a
+  /// filled input or param block becomes x * (1 + 2^-6) + 2^-6 (zeros
+  /// change too), once, before it reaches the device.
+  void perturb(const Buffer &buffer, void *data, size_t bytes) {
+    if (fault.kind != Fault::Kind::Perturb || fault.rank != rank ||
+        buffer.role == Role::Output)
+      return;
+    auto apply = [&](auto *values) {
+      for (size_t i = 0; i < bytes / sizeof(*values); ++i)
+        values[i] = values[i] * (1 + 0x1p-6) + 0x1p-6;
+    };
+    if (buffer.dtype == DType::F32)
+      apply(static_cast<float *>(data));
+    else if (buffer.dtype == DType::F64)
+      apply(static_cast<double *>(data));
+  }
+
+  /// TP_RUNNER_FAULT, on its rank: abort, or sleep until killed (a
+  /// perturbation is applied while the buffers are filled).
   void injectFault() {
-    if (fault.kind == Fault::Kind::None || fault.rank != rank)
+    if (fault.kind == Fault::Kind::None ||
+        fault.kind == Fault::Kind::Perturb || fault.rank != rank)
       return;
     bool crash = fault.kind == Fault::Kind::Crash;
     std::fprintf(stderr,
@@ -793,6 +817,7 @@ int Runner::run() {
         offsets.push_back(groupIndex(buffer.dimAxes[d]) *
                           buffer.localShape[d]);
       sources.fill(k, offsets, fill, fillErrors);
+      perturb(buffer, fill, bytes);
     }
     if (memory->onDevice())
       check(memory->upload(data, fill, bytes), "tprt_memcpy");
