@@ -345,9 +345,16 @@ bool Parser::run(std::string &error) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos)
       end = text.size();
-    std::string line = text.substr(start, end - start);
-    size_t first = line.find_first_not_of(" \t");
-    module.lines.push_back(first == std::string::npos ? "" : line.substr(first));
+    // One space between words, for messages that quote the line.
+    std::string line;
+    for (size_t i = start; i < end; ++i) {
+      char c = text[i] == '\t' || text[i] == '\r' ? ' ' : text[i];
+      if (c != ' ' || (!line.empty() && line.back() != ' '))
+        line += c;
+    }
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    module.lines.push_back(line);
     start = end + 1;
   }
   while (peek().kind != Token::Kind::End) {

@@ -364,11 +364,11 @@ std::string checkConfig(const Kernel &K, const LaunchConfig &c) {
   uint64_t threads = 1;
   for (int i = 0; i < 3; ++i) {
     if (c.block[i] == 0 || c.block[i] > DeviceLimits::maxBlockDim[i])
-      return "block " + dims(c.block) + " is outside the device's limits (" +
-             dims(DeviceLimits::maxBlockDim) + ")";
+      return "block " + dims(c.block) + " is outside the device's limits " +
+             dims(DeviceLimits::maxBlockDim);
     if (c.grid[i] == 0 || c.grid[i] > DeviceLimits::maxGridDim[i])
-      return "grid " + dims(c.grid) + " is outside the device's limits (" +
-             dims(DeviceLimits::maxGridDim) + ")";
+      return "grid " + dims(c.grid) + " is outside the device's limits " +
+             dims(DeviceLimits::maxGridDim);
     threads *= c.block[i];
   }
   if (threads > DeviceLimits::maxThreadsPerBlock)
