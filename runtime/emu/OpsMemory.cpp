@@ -89,12 +89,12 @@ uint8_t *tprt::emu::access(Warp &w, const Inst &in, int lane, Space space,
   case Space::Const: {
     uintptr_t a = uintptr_t(address);
     if (a >= L.cachedBase && a + bytes <= L.cachedEnd && a + bytes >= a)
-      return reinterpret_cast<uint8_t *>(a);
+      return reinterpret_cast<uint8_t *>(hostAddress(a));
     Allocation found;
     if (Registry::instance().find(a, bytes, found)) {
       L.cachedBase = found.base;
       L.cachedEnd = found.base + found.bytes;
-      return reinterpret_cast<uint8_t *>(a);
+      return reinterpret_cast<uint8_t *>(hostAddress(a));
     }
     fail(w, in, lane,
          std::string("out-of-bounds global ") + verb + " of " +

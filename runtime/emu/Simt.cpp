@@ -77,7 +77,7 @@ std::string trapText(Warp &w, const Inst &in, int lane) {
     Allocation a;
     if (!p || !Registry::instance().containing(p, a))
       return "?";
-    const char *s = reinterpret_cast<const char *>(p);
+    const char *s = reinterpret_cast<const char *>(hostAddress(p));
     size_t n = 0;
     while (p + n < a.base + a.bytes && s[n])
       ++n;
