@@ -8,8 +8,9 @@
 // widths, gate | up), or of a stack of experts. What reads a block is
 // recognised by its meaning, not by its spelling: a `tensor.extract_slice`
 // (same rank, or rank-reducing: `unbind`, `select`) that cuts one
-// dimension, or a gather whose indices are constants or the loops of its
-// own output (`x[..., [-2], :]`), which reads a block too.
+// dimension, or a gather whose indices evaluate (IndexEvaluator, over its
+// whole iteration space) to the loops of its own output plus constants
+// (`x[..., [-2], :]`), which reads a block too.
 //
 // 0. Every use of a fused value becomes one form: a same-rank slice of
 //    one dimension (a *cut*), followed by a `tensor.collapse_shape` where
@@ -40,6 +41,13 @@
 //    stored tensor it is) and the original's name; before the signature
 //    changes, every argument gets its name written down (nameArguments), so
 //    that `argN` keeps naming the N-th argument of the user's function.
+// Steps 1 and 2 repeat until nothing changes: a piece may be cut again (an
+// expert of a stack, then its gate | up), its offsets adding up.
+// Rows of a *stack* (one-index cuts, as many as the dimension has: tp-gen's
+// [hidden, 3, hidden] q/k/v, a loop over experts) move only through a
+// reshape that merges them into larger blocks, and split an argument only
+// where a row is cut again: the planner splits a stack's other dimensions
+// for every row at once, and cutting it apart would only multiply ops.
 // Rematerialisation runs first, so that the shared `outs` of torch-mlir IR
 // are per op and cannot block a cut.
 //
@@ -59,7 +67,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
-#include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
 using namespace mlir::tp;

@@ -429,9 +429,8 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
   SmallVector<SmallVector<bool>> linearSets;
   if (rule.captured.empty() && op->getNumResults() > 0) {
     auto dps = dyn_cast<DestinationStyleOpInterface>(op);
-    SmallVector<bool> candidates(op->getNumOperands(), false), inits(
-                                                           op->getNumOperands(),
-                                                           false);
+    SmallVector<bool> candidates(op->getNumOperands(), false);
+    SmallVector<bool> inits(op->getNumOperands(), false);
     bool any = false;
     for (const Input &in : node.inputs) {
       if (in.slot >= op->getNumOperands())
@@ -541,10 +540,9 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
       llvm::append_range(partial, extraPartial);
       ReductionKind kind =
           combiner ? *combiner : rule.identityOf.value_or(ReductionKind::Sum);
+      // (A linear variant splits no reduction factor: no combiner.)
       if (!extraPartial.empty() && !linear && combiner &&
           *combiner != *rule.identityOf)
-        continue;
-      if (linear && combiner && *combiner != ReductionKind::Sum)
         continue;
       s.results.resize(op->getNumResults());
       for (auto [r, mapping] : llvm::enumerate(rule.results)) {
