@@ -95,6 +95,15 @@ class GroupedMM(torch.nn.Module):
         return F.grouped_mm(x, self.w, offs=self.offs)
 
 
+class GroupedMMFallback(GroupedMM):
+    """transformers' own grouped matmul op (f32 on the CPU, where torch's
+    does not apply): the same product."""
+
+    def forward(self, x):
+        import transformers.integrations.moe  # noqa: F401 (registers the op)
+        return torch.ops.transformers.grouped_mm_fallback(x, self.w, self.offs)
+
+
 class IndexPut(torch.nn.Module):
     """inv_perm[perm] = arange (grouped_mm experts restoring the token
     order) and an accumulating index_put: tm_tensor.scatter."""
@@ -109,6 +118,21 @@ class IndexPut(torch.nn.Module):
         y[self.perm] = v
         z = torch.zeros(6, 4).index_put((self.dup,), v[:4], accumulate=True)
         return y, z
+
+
+class Scatter(torch.nn.Module):
+    """DeepSeek-V3's group mask, zeros.scatter_(1, group_idx, 1), and a
+    scatter_add: tm_tensor.scatter."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("idx", torch.tensor([[1, 3], [0, 0], [2, 1]]))
+
+    def forward(self, x):
+        mask = torch.zeros(3, 4)
+        mask.scatter_(1, self.idx, 1)
+        summed = torch.zeros(3, 4).scatter_add(1, self.idx, x)
+        return mask, summed
 
 
 class ComplexRope(torch.nn.Module):

@@ -333,6 +333,8 @@ def main():
     p.add_argument("--markdown", action="store_true",
                    help="print the table as Markdown")
     p.add_argument("--json", metavar="FILE", help="also write the rows")
+    p.add_argument("--table-from", metavar="FILE",
+                   help="print the table of an earlier run's --json file")
     p.add_argument("--keep", metavar="DIR",
                    help="keep each architecture's folder and module in DIR")
     p.add_argument("--save", metavar="DIR",
@@ -341,6 +343,14 @@ def main():
     args = p.parse_args()
 
     all_entries = entries()
+    if args.table_from:
+        with open(args.table_from) as f:
+            rows = json.load(f)
+        for r in rows:   # JSON keys are strings
+            for k in ("plan", "err", "ok"):
+                r[k] = {int(tp): v for tp, v in r[k].items()}
+        print(table(rows, args.markdown))
+        return 0
     if args.list:
         for e in all_entries:
             print("%-20s %-32s %s" % (e["name"], e["cls"],

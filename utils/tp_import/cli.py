@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 
+from .decompositions import NAMES
 from .models import DTYPES, EXPERTS, ImportError_
 
 INSTALL_HINT = ("pip install torch==2.15.0 torch-mlir==20261001 "
@@ -135,10 +136,8 @@ def parser():
                         "else build/bin/tp-run of this checkout, else PATH)")
     p.add_argument("--skip-decomposition", metavar="NAME", action="append",
                    default=[],
-                   help="leave out one of tp-import's rewrites (gelu-tanh, "
-                        "negative-pad, topk, sort, histc, cumsum, grouped-mm, "
-                        "index-put, complex), to see torch-mlir's own "
-                        "lowering")
+                   help="leave out one of tp-import's rewrites (%s), to see "
+                        "torch-mlir's own lowering" % ", ".join(NAMES))
     p.add_argument("--allow-non-upstream", action="store_true",
                    help="write the module even when it holds ops outside the "
                         "upstream dialects (tm_tensor, torch); implies "
@@ -175,7 +174,6 @@ def torch_mlir_version():
 
 
 def validate(args):
-    from .decompositions import NAMES
     if args.seq < 1 or args.batch < 1:
         die("--seq and --batch must be at least 1")
     if args.seq < 2 and args.with_loss:

@@ -15,9 +15,11 @@ same values (docs/tp-import.md, "Decompositions"):
   sort, argsort              tm_tensor.sort              ranks by counting (stable; n^2 compares)
   histc                      no lowering                 bin index, one-hot compare, sum
   cumsum                     tm_tensor.scan              lower-triangular mask times input, summed
-  _grouped_mm                no lowering                 the row's group from the offsets, a
-                                                         gather of its weight, a batched matmul
+  _grouped_mm (and           no lowering                 the row's group from the offsets, a
+  transformers'                                          gather of its weight, a batched matmul
+  grouped_mm_fallback)
   index_put (1-D indices)    tm_tensor.scatter           one-hot compare and select
+  scatter, scatter_add       tm_tensor.scatter           one-hot compare along dim, select or sum
   complex tensors            no lowering                 real pairs [..., 2] (complex_to_real)
 
 Each is a function of ATen ops that torch-mlir lowers to upstream dialects;
@@ -38,7 +40,7 @@ import math
 
 # Names of the table entries, for --skip-decomposition.
 NAMES = ("gelu-tanh", "negative-pad", "topk", "sort", "histc", "cumsum",
-         "grouped-mm", "index-put", "complex")
+         "grouped-mm", "index-put", "scatter", "complex")
 
 
 def _opmath(torch, x):
@@ -261,6 +263,53 @@ def index_put(torch):
     return decomposition
 
 
+def scatter(torch):
+    """scatter / scatter_add along dim where the index covers x's other
+    dimensions: out[..., j] takes the last source value whose index is j
+    (or adds them all), as a one-hot compare along dim (torch-mlir would
+    write tm_tensor.scatter). DeepSeek-V3's group mask is
+    zeros.scatter_(1, group_idx, 1)."""
+
+    def impl(x, dim, index, src, accumulate):
+        dim = dim % max(x.dim(), 1)
+        if index.dim() != x.dim() or any(
+                index.shape[d] != x.shape[d]
+                for d in range(x.dim()) if d != dim):
+            return NotImplemented
+        n, m = x.shape[dim], index.shape[dim]
+        xt = x.movedim(dim, -1)                          # [..., n]
+        it = index.movedim(dim, -1).to(torch.int64)      # [..., m]
+        if isinstance(src, torch.Tensor):
+            for d in range(src.dim()):                   # src may be larger
+                if src.shape[d] != index.shape[d]:
+                    src = src.narrow(d, 0, index.shape[d])
+            st = src.movedim(dim, -1).to(x.dtype)
+        else:
+            st = torch.full(it.shape, src, dtype=x.dtype)
+        j = torch.arange(n, device=x.device)
+        hit = it.unsqueeze(-2) == j.unsqueeze(-1)        # [..., n, m]
+        if accumulate:
+            out = xt + torch.where(hit, st.unsqueeze(-2),
+                                   torch.zeros((), dtype=x.dtype)).sum(-1)
+        else:
+            k = torch.arange(m, device=x.device)
+            last = torch.where(hit, k, -1).amax(-1)      # [..., n]
+            picked = torch.gather(st, -1, last.clamp(min=0))
+            out = torch.where(last >= 0, picked, xt)
+        return out.movedim(-1, dim)
+
+    def scatter_src(x, dim, index, src):
+        return impl(x, dim, index, src, False)
+
+    def scatter_value(x, dim, index, value):
+        return impl(x, dim, index, value, False)
+
+    def scatter_add(x, dim, index, src):
+        return impl(x, dim, index, src, True)
+
+    return scatter_src, scatter_value, scatter_add
+
+
 def table(torch, skip=()):
     """torch-mlir's decomposition table with tp-import's rewrites; `skip`
     names rewrites to leave out (NAMES; for testing the self-check)."""
@@ -275,11 +324,22 @@ def table(torch, skip=()):
         "cumsum": [(aten.cumsum.default, cumsum(torch))],
         "index-put": [(aten.index_put.default, index_put(torch))],
     }
+    src, value, add = scatter(torch)
+    entries["scatter"] = [(aten.scatter.src, src), (aten.scatter.value, value),
+                          (aten.scatter_add.default, add)]
     s, ss, a, as_ = sort(torch)
     entries["sort"] = [(aten.sort.default, s), (aten.sort.stable, ss),
                        (aten.argsort.default, a), (aten.argsort.stable, as_)]
+    entries["grouped-mm"] = []
     if hasattr(aten, "_grouped_mm"):
-        entries["grouped-mm"] = [(aten._grouped_mm.default, grouped_mm(torch))]
+        entries["grouped-mm"].append((aten._grouped_mm.default,
+                                      grouped_mm(torch)))
+    # transformers' own op for grouped_mm where torch's does not apply (f32,
+    # CPU): the same product, zeros past the last offset.
+    fallback = getattr(getattr(torch.ops, "transformers", None),
+                       "grouped_mm_fallback", None)
+    if fallback is not None:
+        entries["grouped-mm"].append((fallback.default, grouped_mm(torch)))
     for name, items in entries.items():
         if name in skip:
             continue

@@ -71,28 +71,25 @@ def make_wrapper(torch, model, is_hf, inputs, stored, result_names,
 
         def forward(self, *args):
             xs, ps = args[:n_in], args[n_in:]
-            params = stored.to_model(dict(zip(stored.names, ps)))
-            if inputs.keyword:
-                kwargs = dict(zip(inputs.names, xs))
-                if is_hf:
-                    kwargs.update(use_cache=False, return_dict=True)
-                out = torch.func.functional_call(self.m, params, (), kwargs)
-            else:
-                out = torch.func.functional_call(self.m, params, tuple(xs))
+            out = call_model(torch, self.m, is_hf, inputs, xs, stored, ps)
             results = inputs_mod.select(out, result_names)
-            if not with_loss:
-                return tuple(results)
-            # Mean next-token cross-entropy: position t predicts token t+1.
-            logits = results[0]
-            ids = xs[inputs.names.index("input_ids")]
-            v = logits.shape[-1]
-            pred = logits[:, :-1, :].reshape(-1, v).float()
-            labels = ids[:, 1:].reshape(-1)
-            lse = torch.logsumexp(pred, dim=-1)
-            picked = torch.gather(pred, 1, labels.unsqueeze(1)).squeeze(1)
-            return tuple(results) + ((lse - picked).mean(),)
+            if with_loss:
+                ids = xs[inputs.names.index("input_ids")]
+                results.append(next_token_loss(torch, results[0], ids))
+            return tuple(results)
 
     return TPImportWrapper(model)
+
+
+def next_token_loss(torch, logits, ids):
+    """Mean next-token cross-entropy: position t predicts token t+1
+    (logsumexp minus the gathered target logit, in f32)."""
+    v = logits.shape[-1]
+    pred = logits[:, :-1, :].reshape(-1, v).float()
+    labels = ids[:, 1:].reshape(-1)
+    lse = torch.logsumexp(pred, dim=-1)
+    picked = torch.gather(pred, 1, labels.unsqueeze(1)).squeeze(1)
+    return (lse - picked).mean()
 
 
 def _user_frame(tb):
@@ -153,19 +150,24 @@ def torch_mlir_error(e, diagnostics=""):
 
 
 def torch_export_error(e):
+    """One line for a torch.export failure: where in the model, the first
+    line of the error, what it means and what to try."""
     text = str(e).strip()
     first = next((l.strip() for l in text.splitlines() if l.strip()),
-                 type(e).__name__)[:240]
+                 type(e).__name__)
+    first = re.sub(r"\s*\(unhinted:.*$", "", first)[:200]
     where = _user_frame(e.__traceback__)
-    hint = "an export without data-dependent control flow"
-    if re.search(r"data.dependent|GuardOnDataDependent|nonzero|\.item\(\)|"
-                 r"Could not guard|Could not extract", text):
-        hint = ("data-dependent control flow (a branch or shape that depends "
-                "on tensor values)")
-    if where and re.search(r"moe|expert", where, re.I):
-        hint += "; try --experts-implementation batched_mm"
-    return "torch.export cannot trace the model%s: %s (%s)" % (
-        " at " + where if where else "", first, hint)
+    frames = " ".join("%s %s %s" % (f.filename, f.name, f.line or "")
+                      for f in traceback.extract_tb(e.__traceback__))
+    advice = "torch.export needs a forward without Python control flow on " \
+             "tensor values"
+    if re.search(r"data.dependent|GuardOnDataDependent|Could not guard|"
+                 r"Could not extract", text):
+        advice = "a branch or a shape depends on tensor values"
+    if re.search(r"moe|expert", frames, re.I):
+        advice += "; try --experts-implementation batched_mm"
+    return "torch.export cannot trace the model%s: %s: %s" % (
+        " at " + where if where else "", first, advice)
 
 
 def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
@@ -180,7 +182,8 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
     stored = names_mod.stored_parameters(torch, module, is_hf)
 
     # The eager run: output names and PyTorch's reference.
-    probe_out = _raw_output(torch, module, is_hf, inputs, stored)
+    probe_out = call_model(torch, module, is_hf, inputs, inputs.tensors,
+                           stored, stored.tensors)
     result_names = inputs_mod.output_names(probe_out, outputs)
     if with_loss:
         if "input_ids" not in inputs.names or result_names[0] != "logits":
@@ -189,7 +192,10 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
     wrapper = make_wrapper(torch, module, is_hf, inputs, stored, result_names,
                            with_loss).eval()
     args = tuple(inputs.tensors) + tuple(stored.tensors)
-    outs = wrapper(*args)
+    outs = inputs_mod.select(probe_out, result_names)
+    if with_loss:
+        outs.append(next_token_loss(
+            torch, outs[0], inputs.tensors[inputs.names.index("input_ids")]))
     all_results = result_names + (["loss"] if with_loss else [])
     reference = {}
     for n, t in zip(inputs.names, inputs.tensors):
@@ -307,15 +313,15 @@ class _captured_stderr:
         return self.data
 
 
-def _raw_output(torch, module, is_hf, inputs, stored):
-    """The model's own output object on the example inputs."""
-    params = stored.to_model(dict(zip(stored.names, stored.tensors)))
+def call_model(torch, module, is_hf, inputs, xs, stored, ps):
+    """The model's own output on inputs `xs` and stored parameters `ps`."""
+    params = stored.to_model(dict(zip(stored.names, ps)))
     if inputs.keyword:
-        kwargs = dict(zip(inputs.names, inputs.tensors))
+        kwargs = dict(zip(inputs.names, xs))
         if is_hf:
             kwargs.update(use_cache=False, return_dict=True)
         return torch.func.functional_call(module, params, (), kwargs)
-    return torch.func.functional_call(module, params, tuple(inputs.tensors))
+    return torch.func.functional_call(module, params, tuple(xs))
 
 
 def _ref_tensor(torch, t):
