@@ -3,8 +3,6 @@ each exported by tp-import and compared with PyTorch by its self-check
 (tp-import-decompositions.test, tp-import-check.test; docs/tp-import.md,
 "Decompositions")."""
 
-import math
-
 import torch
 import torch.nn.functional as F
 

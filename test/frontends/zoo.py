@@ -50,6 +50,13 @@ DECODER = dict(hidden_size=H, num_attention_heads=HEADS,
                max_position_embeddings=POS)
 TOKENS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
 MOE = dict(num_experts_per_tok=2, moe_intermediate_size=32)
+# Whisper's encoder takes 16 mel bins x 64 frames (2 x max_source_positions).
+WHISPER = dict(d_model=H, encoder_attention_heads=HEADS,
+               decoder_attention_heads=HEADS, encoder_layers=LAYERS,
+               decoder_layers=LAYERS, encoder_ffn_dim=INTER,
+               decoder_ffn_dim=INTER, vocab_size=VOCAB,
+               max_target_positions=POS, num_mel_bins=16,
+               max_source_positions=32, decoder_start_token_id=1, **TOKENS)
 
 # name, model class, config, extra tp-import options, dtype of the folder.
 ZOO = [
@@ -150,17 +157,9 @@ ZOO = [
      dict(d_model=H, d_kv=8, d_ff=INTER, num_layers=LAYERS, num_heads=HEADS,
           vocab_size=VOCAB)),
     ("whisper-decoder", "WhisperForCausalLM",
-     dict(d_model=H, encoder_attention_heads=HEADS,
-          decoder_attention_heads=HEADS, encoder_layers=LAYERS,
-          decoder_layers=LAYERS, encoder_ffn_dim=INTER, decoder_ffn_dim=INTER,
-          vocab_size=VOCAB, max_target_positions=POS, num_mel_bins=16,
-          max_source_positions=32, decoder_start_token_id=1, **TOKENS)),
+     WHISPER),
     ("whisper", "WhisperForConditionalGeneration",
-     dict(d_model=H, encoder_attention_heads=HEADS,
-          decoder_attention_heads=HEADS, encoder_layers=LAYERS,
-          decoder_layers=LAYERS, encoder_ffn_dim=INTER, decoder_ffn_dim=INTER,
-          vocab_size=VOCAB, max_target_positions=POS, num_mel_bins=16,
-          max_source_positions=32, decoder_start_token_id=1, **TOKENS)),
+     WHISPER),
     ("vit", "ViTForImageClassification",
      dict(hidden_size=H, num_attention_heads=HEADS, num_hidden_layers=LAYERS,
           intermediate_size=INTER, image_size=32, patch_size=8,

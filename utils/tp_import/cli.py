@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 from .decompositions import NAMES
-from .models import DTYPES, EXPERTS, ImportError_
+from .models import DTYPES, EXPERTS, TPImportError
 
 INSTALL_HINT = ("pip install torch==2.15.0 torch-mlir==20261001 "
                 "transformers==5.23.0 safetensors")
@@ -192,7 +192,7 @@ def validate(args):
     for s in args.input:
         try:
             inputs.parse_input(s)
-        except ImportError_ as e:
+        except TPImportError as e:
             die(str(e))
 
 
@@ -211,7 +211,7 @@ def main(argv):
     if check:
         try:
             tp_run = selfcheck.find_tp_run(args.tp_run)
-        except ImportError_ as e:
+        except TPImportError as e:
             die(str(e))
         if tp_run is None:
             die("the self-check needs tp-run, which is not built "
@@ -235,7 +235,7 @@ def main(argv):
             torch, model, ins, outputs=outputs, with_loss=args.with_loss,
             skip=set(args.skip_decomposition),
             allow_non_upstream=args.allow_non_upstream)
-    except ImportError_ as e:
+    except TPImportError as e:
         die(str(e))
 
     header = ""
@@ -267,14 +267,14 @@ def main(argv):
             save_file(result.reference, ref_path)
             # The folder itself when the names are its keys: the check then
             # also proves that tp-run --checkpoint FOLDER reads it.
-            ckpt = model.folder
+            ckpt = model.folder if result.stored.as_saved else None
             if ckpt is None:
                 ckpt = os.path.join(tmp, "weights.safetensors")
                 save_file(weights_dict(), ckpt)
             lines = selfcheck.run(tp_run, mod_path, ckpt, ref_path,
                                   os.path.join(tmp, "run"),
                                   tolerance=args.check_tol)
-        except ImportError_ as e:
+        except TPImportError as e:
             die(str(e))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -5,12 +5,13 @@ linalg-on-tensors out, with `tp.param` / `tp.name` on @main's arguments and
   1. The stored parameters (names.py) become inputs of a wrapper module
      whose forward converts them into the model's parameters and calls
      `torch.func.functional_call(model, params, inputs)`; it returns the
-     selected outputs (and the loss with with_loss). Run eagerly, the
-     wrapper gives PyTorch's reference outputs.
-  2. `torch.export.export(wrapper, (*inputs, *stored), strict=False)`.
+     selected outputs (and the loss with with_loss). The same call, run
+     eagerly, gives PyTorch's reference outputs.
+  2. `torch.export.export(wrapper, (*inputs, *stored), strict=False)`;
+     complex values, if any, are rewritten into real pairs
+     (decompositions.complex_to_real) and the result exported again.
   3. `run_decompositions` with torch-mlir's table and tp-import's rewrites
-     (decompositions.py); complex values, if any, are rewritten into real
-     pairs and the result exported again.
+     (decompositions.table).
   4. Non-persistent buffers go into the program's state dict (torch-mlir's
      importer otherwise fails with "Could not find state mapping for
      buffer").
@@ -30,10 +31,10 @@ import traceback
 from . import decompositions
 from . import inputs as inputs_mod
 from . import names as names_mod
-from .models import ImportError_
+from .models import TPImportError
 
 
-class ExportError(ImportError_):
+class ExportError(TPImportError):
     pass
 
 
@@ -187,8 +188,8 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
     result_names = inputs_mod.output_names(probe_out, outputs)
     if with_loss:
         if "input_ids" not in inputs.names or result_names[0] != "logits":
-            raise ImportError_("--with-loss needs an input_ids input and "
-                               "logits as the first output")
+            raise TPImportError("--with-loss needs an input_ids input and "
+                                "logits as the first output")
     wrapper = make_wrapper(torch, module, is_hf, inputs, stored, result_names,
                            with_loss).eval()
     args = tuple(inputs.tensors) + tuple(stored.tensors)

@@ -17,7 +17,7 @@ tensor or the first element of a tuple.
 
 import re
 
-from .models import ImportError_
+from .models import TPImportError
 
 DTYPE_NAMES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16",
                "f16": "float16", "i64": "int64", "i32": "int32",
@@ -29,8 +29,8 @@ def parse_input(text):
     the dtype are optional ('NAME', 'NAME=1x8')."""
     name, _, spec = text.partition("=")
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
-        raise ImportError_("--input %r: NAME=SHAPE[xDTYPE], e.g. "
-                           "pixel_values=1x3x32x32 or x=2x8x16xf32" % text)
+        raise TPImportError("--input %r: NAME=SHAPE[xDTYPE], e.g. "
+                            "pixel_values=1x3x32x32 or x=2x8x16xf32" % text)
     if not spec:
         return name, None, None
     parts = spec.split("x")
@@ -42,8 +42,8 @@ def parse_input(text):
     except ValueError:
         shape = None
     if not shape or any(d <= 0 for d in shape):
-        raise ImportError_("--input %r: the shape must be positive sizes "
-                           "joined by x, e.g. 1x3x32x32 (dtype suffix: %s)"
+        raise TPImportError("--input %r: the shape must be positive sizes "
+                            "joined by x, e.g. 1x3x32x32 (dtype suffix: %s)"
                            % (text, ", ".join(sorted(DTYPE_NAMES))))
     return name, shape, dtype
 
@@ -136,27 +136,19 @@ def make(torch, model, is_hf, specs=(), batch=1, seq=8, decoder_seq=None,
                 hit[1], hit[2] = shape or hit[1], dt or hit[2]
             else:
                 wanted.append([name, shape, dt])
-    elif parsed:
-        wanted = [list(p) for p in parsed]
-        if attention_mask:
-            raise ImportError_("--attention-mask is for transformers models; "
-                               "give a module's inputs with --input")
     else:
-        wanted = [["input_ids", None, None]]
         if attention_mask:
-            raise ImportError_("--attention-mask is for transformers models; "
-                               "give a module's inputs with --input")
+            raise TPImportError("--attention-mask is for transformers models; "
+                                "give a module's inputs with --input")
+        wanted = [list(p) for p in parsed] or [["input_ids", None, None]]
 
     gen = torch.Generator().manual_seed(seed)
     names, tensors = [], []
-    vocab_cache = []
     for name, shape, dt in wanted:
-        known = default_shape(model, name, batch, seq) if is_hf else None
-        if not is_hf and name == "input_ids":
-            known = ([batch, seq], "ids")
+        known = default_shape(model, name, batch, seq)
         if shape is None:
             if known is None:
-                raise ImportError_(
+                raise TPImportError(
                     "cannot tell the shape of input %r from the config; pass "
                     "--input %s=SHAPE (e.g. %s=1x3x32x32)" % (name, name, name))
             shape = known[0]
@@ -170,12 +162,10 @@ def make(torch, model, is_hf, specs=(), batch=1, seq=8, decoder_seq=None,
         elif kind is None:
             kind = "mask" if name.endswith("mask") else "float"
         if kind == "ids":
-            if not vocab_cache:
-                vocab_cache.append(vocab_size(torch, model, vocab))
-            v = vocab_cache[0]
+            v = vocab_size(torch, model, vocab)
             if v is None:
-                raise ImportError_("cannot tell the vocabulary size of input "
-                                   "%r; pass --vocab" % name)
+                raise TPImportError("cannot tell the vocabulary size of input "
+                                    "%r; pass --vocab" % name)
             t = torch.randint(0, v, tuple(shape), generator=gen,
                               dtype=torch.int64)
         elif kind == "mask":
@@ -200,30 +190,30 @@ def output_names(out, requested):
         if requested:
             missing = [r for r in requested if r not in out.keys()]
             if missing:
-                raise ImportError_(
+                raise TPImportError(
                     "--outputs: the model's output has no field %s (it has: "
                     "%s)" % (", ".join(missing), ", ".join(out.keys())))
             bad = [r for r in requested if not _is_tensor(out[r])]
             if bad:
-                raise ImportError_("--outputs: field %s is not a tensor"
-                                   % ", ".join(bad))
+                raise TPImportError("--outputs: field %s is not a tensor"
+                                    % ", ".join(bad))
             return list(requested)
         if "logits" in fields:
             return ["logits"]
         if not fields:
-            raise ImportError_("the model's output has no tensor field")
+            raise TPImportError("the model's output has no tensor field")
         return [fields[0]]
     if isinstance(out, (tuple, list)):
         if requested:
             if len(requested) > len(out):
-                raise ImportError_("--outputs names %d results but the model "
-                                   "returns %d" % (len(requested), len(out)))
+                raise TPImportError("--outputs names %d results but the model "
+                                    "returns %d" % (len(requested), len(out)))
             return list(requested)
         return ["logits"]
     if requested:
         if len(requested) != 1:
-            raise ImportError_("--outputs names %d results but the model "
-                               "returns one tensor" % len(requested))
+            raise TPImportError("--outputs names %d results but the model "
+                                "returns one tensor" % len(requested))
         return list(requested)
     return ["logits"]
 

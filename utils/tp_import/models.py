@@ -15,8 +15,9 @@ DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 EXPERTS = ("batched_mm", "grouped_mm", "eager")
 
 
-class ImportError_(Exception):
-    """A user-facing error: tp-import prints it as one line and exits 1."""
+class TPImportError(Exception):
+    """A user-facing error: tp-import prints it as one line and exits 1
+    (`tp-import: error: <message>`)."""
 
 
 class Model:
@@ -35,13 +36,13 @@ def load_overrides(items):
                 with open(item[1:]) as f:
                     text = f.read()
             except OSError as e:
-                raise ImportError_("--config-json %s: %s" % (item, e.strerror))
+                raise TPImportError("--config-json %s: %s" % (item, e.strerror))
         try:
             obj = json.loads(text)
         except ValueError as e:
-            raise ImportError_("--config-json %r is not JSON: %s" % (item, e))
+            raise TPImportError("--config-json %r is not JSON: %s" % (item, e))
         if not isinstance(obj, dict):
-            raise ImportError_("--config-json %r is not a JSON object" % item)
+            raise TPImportError("--config-json %r is not a JSON object" % item)
         out.update(obj)
     return out
 
@@ -70,7 +71,7 @@ def pick_model_class(transformers, config, name):
     if name:
         cls = getattr(transformers, name, None)
         if cls is None:
-            raise ImportError_("transformers has no class %r" % name)
+            raise TPImportError("transformers has no class %r" % name)
         return cls
     for arch in getattr(config, "architectures", None) or []:
         cls = getattr(transformers, arch, None)
@@ -82,8 +83,8 @@ def pick_model_class(transformers, config, name):
         a = getattr(transformers, auto, None)
         if a is not None and type(config) in a._model_mapping:
             return a
-    raise ImportError_("no model class for config %s; pass --model-class"
-                       % type(config).__name__)
+    raise TPImportError("no model class for config %s; pass --model-class"
+                        % type(config).__name__)
 
 
 def _set_experts(model, impl):
@@ -104,7 +105,7 @@ def _set_experts(model, impl):
 def build(torch, spec, dtype="f32", config_json=(), layers=None,
           model_class=None, module_kwargs="{}", seed=0,
           attn_implementation="eager", experts_implementation="batched_mm"):
-    """Returns a Model. Raises ImportError_ for bad input."""
+    """Returns a Model. Raises TPImportError for bad input."""
     tdtype = getattr(torch, DTYPES[dtype])
     overrides = load_overrides(config_json)
 
@@ -114,7 +115,7 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
         if modname.endswith(".py") or os.path.sep in modname:
             path = os.path.abspath(modname)
             if not os.path.exists(path):
-                raise ImportError_("no such file: %s" % modname)
+                raise TPImportError("no such file: %s" % modname)
             s = importlib.util.spec_from_file_location(
                 os.path.splitext(os.path.basename(path))[0], path)
             mod = importlib.util.module_from_spec(s)
@@ -125,14 +126,14 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
             try:
                 mod = importlib.import_module(modname)
             except ImportError as e:
-                raise ImportError_("cannot import %s: %s" % (modname, e))
+                raise TPImportError("cannot import %s: %s" % (modname, e))
         cls = getattr(mod, clsname, None)
         if cls is None:
-            raise ImportError_("%s has no attribute %r" % (modname, clsname))
+            raise TPImportError("%s has no attribute %r" % (modname, clsname))
         try:
             kwargs = json.loads(module_kwargs)
         except ValueError as e:
-            raise ImportError_("--module-kwargs is not JSON: %s" % e)
+            raise TPImportError("--module-kwargs is not JSON: %s" % e)
         torch.manual_seed(seed)
         model = cls(**kwargs)
         return Model(model.to(tdtype).eval(), False)
@@ -145,7 +146,7 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
     # Hugging Face folder.
     if os.path.isdir(spec):
         if not os.path.exists(os.path.join(spec, "config.json")):
-            raise ImportError_("%s has no config.json" % spec)
+            raise TPImportError("%s has no config.json" % spec)
         config = transformers.AutoConfig.from_pretrained(spec)
         for k, v in overrides.items():
             setattr(config, k, v)
@@ -170,7 +171,7 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
         try:
             config = transformers.AutoConfig.for_model(spec, **overrides)
         except ValueError:
-            raise ImportError_(
+            raise TPImportError(
                 "%r is neither a folder, a module:Class, nor a transformers "
                 "model type / config class / model class" % spec)
     if layers is not None:

@@ -24,11 +24,11 @@ import sys
 
 
 class StoredParameters:
-    def __init__(self, names, tensors, to_model, converted):
+    def __init__(self, names, tensors, to_model, as_saved):
         self.names = names          # argument names, in order
         self.tensors = tensors      # the stored tensors (model dtype)
         self.to_model = to_model    # {name: tensor} -> {parameter: tensor}
-        self.converted = converted  # True: names differ from named_parameters()
+        self.as_saved = as_saved    # the names are save_pretrained's keys
 
 
 def _identity(model):
@@ -132,7 +132,6 @@ def _hf_stored(torch, model):
         for key in origin[n]:
             if key not in names:
                 names.append(key)
-    converted = names != list(params)
     return StoredParameters(names, [saved[k].detach() for k in names],
-                            to_model, converted)
+                            to_model, True)
 

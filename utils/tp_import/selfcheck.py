@@ -16,13 +16,13 @@ import re
 import shutil
 import subprocess
 
-from .models import ImportError_
+from .models import TPImportError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-class CheckFailed(ImportError_):
+class CheckFailed(TPImportError):
     pass
 
 
@@ -34,7 +34,7 @@ def find_tp_run(explicit=None):
 
     if explicit:
         if not runnable(explicit):
-            raise ImportError_("--tp-run %s: no such executable" % explicit)
+            raise TPImportError("--tp-run %s: no such executable" % explicit)
         return explicit
     for cand in (os.environ.get("TP_RUN"),
                  os.path.join(ROOT, "build", "bin", "tp-run"),
