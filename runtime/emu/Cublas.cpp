@@ -9,7 +9,8 @@
 // operand's extent as the column-major view spans it (lda * (columns - 1)
 // + rows elements, per batch) must lie in one live device buffer; a
 // pointer array of cublasGemmBatchedEx is read from device memory, as the
-// GPU would. A failure prints "tprt emulator: <call>: <why>" to stderr
+// GPU would. Device pointers are translated to host addresses through the
+// emulated driver (tprtEmuHostRange). A failure prints "tprt emulator: <call>: <why>" to stderr
 // (the runtime adds the call's shape and status).
 //
 // cuBLAS is column-major; the host GEMM is row-major: column-major
@@ -31,9 +32,8 @@
 #define MOCK_EXPORT extern "C" __attribute__((visibility("default")))
 
 // From the emulated driver (Driver.cpp).
-extern "C" void tprtEmuOpenDeviceMemory(int open);
-extern "C" int tprtEmuCheckDeviceRange(const void *ptr, size_t bytes,
-                                       char *message, size_t capacity);
+extern "C" void *tprtEmuHostRange(const void *ptr, size_t bytes,
+                                  char *message, size_t capacity);
 
 namespace {
 
@@ -41,12 +41,6 @@ struct Handle {
   cudaStream_t stream = nullptr;
   cublasPointerMode_t pointerMode = CUBLAS_POINTER_MODE_HOST;
   cublasMath_t mathMode = CUBLAS_DEFAULT_MATH;
-};
-
-/// Device memory open for the duration of a call.
-struct Open {
-  Open() { tprtEmuOpenDeviceMemory(1); }
-  ~Open() { tprtEmuOpenDeviceMemory(0); }
 };
 
 cublasStatus_t complain(cublasStatus_t status, const std::string &what) {
@@ -100,26 +94,34 @@ cublasStatus_t typesOf(const char *call, cudaDataType a, cudaDataType b,
                       " is not emulated");
 }
 
-float scalar(const Handle *h, const void *p, bool isDouble) {
+cublasStatus_t scalar(const char *call, const Handle *h, const void *p,
+                      bool isDouble, float &out) {
   // Device pointer mode: the scalar lives in device memory.
   if (h->pointerMode == CUBLAS_POINTER_MODE_DEVICE) {
-    Open open;
-    return isDouble ? float(*static_cast<const double *>(p))
-                    : *static_cast<const float *>(p);
+    char why[512];
+    p = tprtEmuHostRange(p, isDouble ? 8 : 4, why, sizeof(why));
+    if (!p)
+      return complain(CUBLAS_STATUS_EXECUTION_FAILED,
+                      std::string(call) + ": a scalar is not in device "
+                                          "memory: " + why);
   }
-  return isDouble ? float(*static_cast<const double *>(p))
-                  : *static_cast<const float *>(p);
+  out = isDouble ? float(*static_cast<const double *>(p))
+                 : *static_cast<const float *>(p);
+  return CUBLAS_STATUS_SUCCESS;
 }
 
-/// Checks one column-major operand: rows x cols with leading dimension ld.
+/// Checks one column-major operand, rows x cols with leading dimension ld,
+/// and gives its host address.
 cublasStatus_t checkOperand(const char *call, const char *name, const void *p,
                             int64_t rows, int64_t cols, int64_t ld,
-                            size_t bytes) {
+                            size_t bytes, const void *&host) {
+  host = nullptr;
   if (rows == 0 || cols == 0)
     return CUBLAS_STATUS_SUCCESS;
   size_t extent = size_t((cols - 1) * ld + rows) * bytes;
   char why[512];
-  if (tprtEmuCheckDeviceRange(p, extent, why, sizeof(why)))
+  host = tprtEmuHostRange(p, extent, why, sizeof(why));
+  if (!host)
     return complain(CUBLAS_STATUS_EXECUTION_FAILED,
                     std::string(call) + ": operand " + name + " (" +
                         std::to_string(rows) + " x " + std::to_string(cols) +
@@ -160,21 +162,25 @@ cublasStatus_t checkShape(const Gemm &g, int64_t batch) {
 cublasStatus_t one(const Gemm &g, const void *a, const void *b, void *c) {
   int64_t rowsA = g.ta == CUBLAS_OP_N ? g.m : g.k, colsA = g.ta == CUBLAS_OP_N ? g.k : g.m;
   int64_t rowsB = g.tb == CUBLAS_OP_N ? g.k : g.n, colsB = g.tb == CUBLAS_OP_N ? g.n : g.k;
+  const void *hostA = nullptr, *hostB = nullptr, *hostC = nullptr;
   if (g.k > 0) {
-    if (cublasStatus_t s = checkOperand(g.call, "A", a, rowsA, colsA, g.lda, g.types.bytes))
+    if (cublasStatus_t s = checkOperand(g.call, "A", a, rowsA, colsA, g.lda,
+                                        g.types.bytes, hostA))
       return s;
-    if (cublasStatus_t s = checkOperand(g.call, "B", b, rowsB, colsB, g.ldb, g.types.bytes))
+    if (cublasStatus_t s = checkOperand(g.call, "B", b, rowsB, colsB, g.ldb,
+                                        g.types.bytes, hostB))
       return s;
   }
-  if (cublasStatus_t s = checkOperand(g.call, "C", c, g.m, g.n, g.ldc, g.types.bytes))
+  if (cublasStatus_t s =
+          checkOperand(g.call, "C", c, g.m, g.n, g.ldc, g.types.bytes, hostC))
     return s;
   if (g.m == 0 || g.n == 0)
     return CUBLAS_STATUS_SUCCESS;
-  Open open;
   // Row-major C^T (n x m, ld ldc) = op(B)^T (n x k) op(A)^T (k x m).
   tprt_status status = tprt::hostGemm(
       g.types.dtype, g.tb != CUBLAS_OP_N, g.ta != CUBLAS_OP_N, g.n, g.m, g.k,
-      g.alpha, b, g.ldb, a, g.lda, g.beta, c, g.ldc);
+      g.alpha, hostB, g.ldb, hostA, g.lda, g.beta, const_cast<void *>(hostC),
+      g.ldc);
   if (status != TPRT_OK)
     return complain(CUBLAS_STATUS_EXECUTION_FAILED,
                     std::string(g.call) + ": the host GEMM failed: " +
@@ -194,9 +200,9 @@ cublasStatus_t prepare(Gemm &g, cublasHandle_t handle, const void *alpha,
   if (cublasStatus_t s = checkShape(g, batch))
     return s;
   auto *h = reinterpret_cast<Handle *>(handle);
-  g.alpha = scalar(h, alpha, g.types.doubleScalars);
-  g.beta = scalar(h, beta, g.types.doubleScalars);
-  return CUBLAS_STATUS_SUCCESS;
+  if (cublasStatus_t s = scalar(g.call, h, alpha, g.types.doubleScalars, g.alpha))
+    return s;
+  return scalar(g.call, h, beta, g.types.doubleScalars, g.beta);
 }
 
 } // namespace
@@ -322,9 +328,10 @@ MOCK_EXPORT cublasStatus_t cublasGemmBatchedEx_64(
   size_t bytes = size_t(batch) * sizeof(void *);
   char why[512];
   const void *arrays[] = {Aarray, Barray, Carray};
+  const void *host[3];
   const char *names[] = {"Aarray", "Barray", "Carray"};
   for (int i = 0; i < 3; ++i)
-    if (tprtEmuCheckDeviceRange(arrays[i], bytes, why, sizeof(why)))
+    if (!(host[i] = tprtEmuHostRange(arrays[i], bytes, why, sizeof(why))))
       return complain(CUBLAS_STATUS_EXECUTION_FAILED,
                       std::string(g.call) + ": pointer array " + names[i] +
                           " of " + std::to_string(batch) +
@@ -332,12 +339,9 @@ MOCK_EXPORT cublasStatus_t cublasGemmBatchedEx_64(
   size_t count = static_cast<size_t>(batch);
   std::vector<const void *> a(count), b(count);
   std::vector<void *> c(count);
-  {
-    Open open;
-    std::memcpy(a.data(), Aarray, bytes);
-    std::memcpy(b.data(), Barray, bytes);
-    std::memcpy(c.data(), Carray, bytes);
-  }
+  std::memcpy(a.data(), host[0], bytes);
+  std::memcpy(b.data(), host[1], bytes);
+  std::memcpy(c.data(), host[2], bytes);
   for (int64_t i = 0; i < batch; ++i)
     if (cublasStatus_t s = one(g, a[size_t(i)], b[size_t(i)], c[size_t(i)]))
       return s;

@@ -8,11 +8,13 @@
 // runtime tests do the same (test/runtime/cuda-mock.test).
 //
 // Device memory:
-//  - is mapped PROT_NONE, with an unmapped guard page after each buffer,
-//    and opened only inside the driver's copies and sets, a launch, and the
-//    emulated libraries' calls (tprtEmuOpenDeviceMemory), so that host code
-//    that reads or writes device memory directly (a memcpy on a device
-//    buffer in the runtime or the model's host code) dies with SIGSEGV;
+//  - is host memory, mapped with an unused guard page after each buffer,
+//    but addressed through non-canonical pointers (the host address plus
+//    kDeviceTag, Memory.h), so that host code that reads or writes device
+//    memory directly (a memcpy on a device buffer in the runtime or the
+//    model's host code) dies with SIGSEGV; the driver's copies and sets,
+//    the emulator and the emulated libraries translate
+//    (tprtEmuHostRange);
 //  - is registered with its requested size (Memory.h), so that a kernel,
 //    a copy or a GEMM that reaches past a buffer or into a freed one is an
 //    error naming the buffer, not a silent read of a neighbour.
@@ -29,7 +31,8 @@
 // returns the emulator's message for it: the kernel, the block, the thread,
 // the PTX line and what happened.
 //
-// Environment: MOCK_CUDA_DEVICES sets the device count (default 1),
+// Environment: MOCK_CUDA_DEVICES sets the device count (default 1; a
+// CUDA_VISIBLE_DEVICES list narrows it as on a real driver),
 // MOCK_CUDA_MEMORY the bytes of device memory (default 1 GiB; a larger
 // allocation is CUDA_ERROR_OUT_OF_MEMORY); MOCK_TRACE=1 prints a line to
 // stderr for every cuStreamSynchronize ("mock cuda: cuStreamSynchronize");
@@ -68,11 +71,9 @@ namespace {
 /// destructor may unload its module after this library's statics are gone.
 struct State {
   std::recursive_mutex mutex;
-  /// base -> mapped length (the buffer, rounded to pages, plus a guard
-  /// page).
+  /// device base -> mapped length (the buffer, rounded to pages, plus a
+  /// guard page).
   std::map<uintptr_t, size_t> deviceBlocks;
-  /// Nesting of the opened state of all device memory.
-  int openDepth = 0;
 };
 State &state() {
   static State *s = new State();
@@ -80,7 +81,6 @@ State &state() {
 }
 std::recursive_mutex &mutex = state().mutex;
 std::map<uintptr_t, size_t> &deviceBlocks = state().deviceBlocks;
-int &openDepth = state().openDepth;
 int dummy;
 
 size_t pageSize() { return size_t(sysconf(_SC_PAGESIZE)); }
@@ -111,28 +111,6 @@ std::map<uintptr_t, size_t>::iterator blockOf(uintptr_t ptr) {
   --it;
   return ptr < it->first + it->second ? it : deviceBlocks.end();
 }
-
-void protectAll(int prot) {
-  size_t page = pageSize();
-  for (auto &b : deviceBlocks)
-    mprotect(reinterpret_cast<void *>(b.first), b.second - page, prot);
-}
-
-/// Opens every device buffer for host access while it lives (nested).
-class OpenAll {
-public:
-  OpenAll() : lock(mutex) {
-    if (openDepth++ == 0)
-      protectAll(PROT_READ | PROT_WRITE);
-  }
-  ~OpenAll() {
-    if (--openDepth == 0)
-      protectAll(PROT_NONE);
-  }
-
-private:
-  std::lock_guard<std::recursive_mutex> lock;
-};
 
 /// Checks that [ptr, ptr + bytes) is either host memory or inside one live
 /// device buffer; the message names the call.
@@ -166,16 +144,15 @@ CUresult deviceAlloc(CUdeviceptr *out, size_t bytes) {
   if (length == 0)
     length = page;
   length += page; // the guard page
-  void *p =
-      mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  uintptr_t device = reinterpret_cast<uintptr_t>(p) + kDeviceTag;
   std::lock_guard<std::recursive_mutex> lock(mutex);
-  if (openDepth > 0)
-    mprotect(p, length - page, PROT_READ | PROT_WRITE);
-  deviceBlocks[reinterpret_cast<uintptr_t>(p)] = length;
-  Registry::instance().add(reinterpret_cast<uintptr_t>(p), bytes, "device");
-  *out = reinterpret_cast<CUdeviceptr>(p);
+  deviceBlocks[device] = length;
+  Registry::instance().add(device, bytes, "device");
+  *out = CUdeviceptr(device);
   return CUDA_SUCCESS;
 }
 
@@ -197,7 +174,7 @@ CUresult deviceFree(CUdeviceptr ptr) {
     return failWith(CUDA_ERROR_INVALID_VALUE,
                     "cuMemFree of a pointer that is not device memory");
   }
-  munmap(reinterpret_cast<void *>(it->first), it->second);
+  munmap(reinterpret_cast<void *>(hostAddress(it->first)), it->second);
   deviceBlocks.erase(it);
   Registry::instance().remove(uintptr_t(ptr));
   return CUDA_SUCCESS;
@@ -210,9 +187,8 @@ CUresult copy(uintptr_t dst, uintptr_t src, size_t bytes, const char *call) {
     return r;
   if (CUresult r = checkRange(src, bytes, call))
     return r;
-  OpenAll open;
-  std::memmove(reinterpret_cast<void *>(dst),
-               reinterpret_cast<const void *>(src), bytes);
+  std::memmove(reinterpret_cast<void *>(hostAddress(dst)),
+               reinterpret_cast<const void *>(hostAddress(src)), bytes);
   return CUDA_SUCCESS;
 }
 
@@ -300,10 +276,7 @@ CUresult launch(CUfunction f, const LaunchConfig &config) {
   auto start = std::chrono::steady_clock::now();
   LaunchStats stats;
   std::string error;
-  {
-    OpenAll open;
-    error = runKernel(*function->module->module, *function->kernel, c, &stats);
-  }
+  error = runKernel(*function->module->module, *function->kernel, c, &stats);
   if (traceLaunches()) {
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
@@ -359,33 +332,21 @@ const char *errorName(CUresult error) {
 
 } // namespace
 
-/// For the emulated cuBLAS and NCCL: opens (1) or closes (0) every device
-/// buffer for host access, nested.
-MOCK_EXPORT void tprtEmuOpenDeviceMemory(int open) {
-  std::lock_guard<std::recursive_mutex> lock(mutex);
-  if (open) {
-    if (openDepth++ == 0)
-      protectAll(PROT_READ | PROT_WRITE);
-  } else if (--openDepth == 0) {
-    protectAll(PROT_NONE);
-  }
-}
-
-/// For the emulated libraries: 0 when [ptr, ptr + bytes) lies in one live
-/// device (or managed) buffer, else non-zero with `message` (of `capacity`
-/// bytes) saying why.
-MOCK_EXPORT int tprtEmuCheckDeviceRange(const void *ptr, size_t bytes,
-                                        char *message, size_t capacity) {
+/// For the emulated libraries: the host address of [ptr, ptr + bytes) when
+/// it lies in one live device (or managed) buffer, else null with
+/// `message` (of `capacity` bytes) saying why.
+MOCK_EXPORT void *tprtEmuHostRange(const void *ptr, size_t bytes,
+                                   char *message, size_t capacity) {
   Allocation a;
   uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
   if (Registry::instance().find(p, bytes ? bytes : 1, a))
-    return 0;
+    return reinterpret_cast<void *>(hostAddress(p));
   std::string why = Registry::instance().explain(p, bytes ? bytes : 1);
   if (message && capacity) {
     std::strncpy(message, why.c_str(), capacity - 1);
     message[capacity - 1] = '\0';
   }
-  return 1;
+  return nullptr;
 }
 
 MOCK_EXPORT CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
@@ -416,7 +377,30 @@ MOCK_EXPORT CUresult cuGetErrorString(CUresult error, const char **out) {
 
 MOCK_EXPORT CUresult cuDeviceGetCount(int *count) {
   const char *env = std::getenv("MOCK_CUDA_DEVICES");
-  *count = env ? std::atoi(env) : 1;
+  int devices = env ? std::atoi(env) : 1;
+  // Like the driver: CUDA_VISIBLE_DEVICES lists the devices a process
+  // sees, up to the first entry that is not one.
+  if (const char *visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    int seen = 0;
+    std::string list = visible;
+    size_t start = 0;
+    while (start <= list.size() && !list.empty()) {
+      size_t comma = list.find(',', start);
+      std::string item = list.substr(start, comma == std::string::npos
+                                                ? std::string::npos
+                                                : comma - start);
+      char *end = nullptr;
+      long index = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end || index < 0 || index >= devices)
+        break;
+      ++seen;
+      if (comma == std::string::npos)
+        break;
+      start = comma + 1;
+    }
+    devices = seen;
+  }
+  *count = devices;
   return CUDA_SUCCESS;
 }
 
@@ -625,12 +609,13 @@ MOCK_EXPORT CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *p, CUstream) {
                                 "cuMemcpy2DAsync"))
       return r;
   }
-  OpenAll open;
   for (size_t row = 0; row < p->Height; ++row)
-    std::memmove(reinterpret_cast<char *>(p->dstDevice) + row * p->dstPitch,
-                 reinterpret_cast<const char *>(p->srcDevice) +
-                     row * p->srcPitch,
-                 p->WidthInBytes);
+    std::memmove(
+        reinterpret_cast<char *>(hostAddress(uintptr_t(p->dstDevice))) +
+            row * p->dstPitch,
+        reinterpret_cast<const char *>(hostAddress(uintptr_t(p->srcDevice))) +
+            row * p->srcPitch,
+        p->WidthInBytes);
   return CUDA_SUCCESS;
 }
 
@@ -638,9 +623,9 @@ MOCK_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value,
                                       size_t count, CUstream) {
   if (CUresult r = checkRange(uintptr_t(dst), 4 * count, "cuMemsetD32Async"))
     return r;
-  OpenAll open;
+  char *host = reinterpret_cast<char *>(hostAddress(uintptr_t(dst)));
   for (size_t i = 0; i < count; ++i)
-    std::memcpy(reinterpret_cast<char *>(dst) + 4 * i, &value, 4);
+    std::memcpy(host + 4 * i, &value, 4);
   return CUDA_SUCCESS;
 }
 
@@ -648,9 +633,9 @@ MOCK_EXPORT CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value,
                                       size_t count, CUstream) {
   if (CUresult r = checkRange(uintptr_t(dst), 2 * count, "cuMemsetD16Async"))
     return r;
-  OpenAll open;
+  char *host = reinterpret_cast<char *>(hostAddress(uintptr_t(dst)));
   for (size_t i = 0; i < count; ++i)
-    std::memcpy(reinterpret_cast<char *>(dst) + 2 * i, &value, 2);
+    std::memcpy(host + 2 * i, &value, 2);
   return CUDA_SUCCESS;
 }
 

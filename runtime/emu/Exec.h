@@ -70,9 +70,15 @@ struct Launch {
   std::vector<uint8_t> local; // threads * kernel->localBytes
   std::vector<Warp> warps;
   std::vector<uint64_t> registers;
-  /// The last global buffer an access fell in (most accesses repeat it).
-  uintptr_t cachedBase = 0, cachedEnd = 0;
+  /// Per instruction, the device buffer its last global access fell in
+  /// (an instruction mostly reads or writes one buffer), in device
+  /// addresses: [base, end).
+  std::vector<std::pair<uintptr_t, uintptr_t>> lastBuffer;
+  /// A cp.async is pending somewhere (the block's end must land it).
+  bool asyncCopies = false;
   uint64_t instructions = 0;
+  /// The registers each block refills (ctaid, clocks).
+  std::vector<RegisterInit> perBlock;
 };
 
 /// Throws an EmuError naming the kernel, the block, the thread of `lane`,
@@ -82,9 +88,28 @@ struct Launch {
 
 /// The host address of `bytes` bytes at `address` of `space`, for `lane`;
 /// fails (throws) unless the whole range lies in one buffer of that space
-/// and is aligned to `align` bytes.
-uint8_t *access(Warp &warp, const Inst &inst, int lane, Space space,
-                uint64_t address, size_t bytes, size_t align, bool write);
+/// and is aligned to `align` bytes (a power of two).
+uint8_t *accessSlow(Warp &warp, const Inst &inst, int lane, Space space,
+                    uint64_t address, size_t bytes, size_t align, bool write);
+
+/// accessSlow, with the common case inline: an aligned access to a device
+/// buffer among the launch's recently used ones.
+inline uint8_t *access(Warp &warp, const Inst &inst, int lane, Space space,
+                       uint64_t address, size_t bytes, size_t align,
+                       bool write) {
+  constexpr uintptr_t tag = uintptr_t(1) << 62; // Memory.h's kDeviceTag
+  if ((space == Space::Global || space == Space::Generic) &&
+      address >= tag && !(address & (align - 1))) {
+    const auto &last = warp.launch->lastBuffer[inst.index];
+    if (address >= last.first && address + bytes <= last.second)
+      return reinterpret_cast<uint8_t *>(uintptr_t(address) - tag);
+  } else if (space == Space::Param && !write &&
+             address + bytes <= warp.launch->params.size() &&
+             !(address & (align - 1))) {
+    return warp.launch->params.data() + address;
+  }
+  return accessSlow(warp, inst, lane, space, address, bytes, align, write);
+}
 
 /// Calls f(lane) for each lane set in `mask`.
 template <class F> inline void forLanes(uint32_t mask, F f) {

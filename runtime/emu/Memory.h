@@ -1,6 +1,7 @@
 //===- Memory.h - What "device memory" is live, for the emulator's checks -===//
 //
-// The emulated driver keeps device memory in host mappings (Driver.cpp);
+// The emulated driver keeps device memory in host mappings (Driver.cpp),
+// addressed through tagged, non-canonical pointers (kDeviceTag below);
 // this registry records every live allocation with its requested size
 // (not the page-rounded mapping), and the most recently freed ones, so
 // that a kernel's access, a GEMM operand or a copy can be checked against
@@ -21,6 +22,19 @@
 #include <string>
 
 namespace tprt::emu {
+
+/// Device memory lives at non-canonical addresses: a device pointer is the
+/// host address of its mapping plus this tag, so that host code that
+/// dereferences one faults (SIGSEGV) at no cost, while the emulator, the
+/// driver's copies and the emulated libraries translate it (hostAddress).
+constexpr uintptr_t kDeviceTag = uintptr_t(1) << 62;
+
+/// The host address behind a device address (others are host addresses).
+inline uintptr_t hostAddress(uintptr_t address) {
+  return address >= kDeviceTag && address - kDeviceTag < (uintptr_t(1) << 48)
+             ? address - kDeviceTag
+             : address;
+}
 
 struct Allocation {
   uintptr_t base = 0;

@@ -110,6 +110,14 @@ template <class T> void fma3(Warp &w, const Inst &in, uint32_t m) {
   uint64_t *d = w.reg(in.d[0]);
   const uint64_t *a = w.reg(in.s[0]), *b = w.reg(in.s[1]), *c = w.reg(in.s[2]);
   uint8_t mode = in.mode;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (mode == 0) { // .rn, no .ftz or .sat: the host's fma, rounded once
+      forLanes(m, [&](int l) {
+        d[l] = put<T>(std::fma(get<T>(a[l]), get<T>(b[l]), get<T>(c[l])));
+      });
+      return;
+    }
+  }
   forLanes(m, [&](int l) {
     M x = prepare(M(Fmt<T>::load(a[l])), mode);
     M y = prepare(M(Fmt<T>::load(b[l])), mode);

@@ -50,12 +50,13 @@ std::string hex(uint64_t v) {
 
 } // namespace
 
-uint8_t *tprt::emu::access(Warp &w, const Inst &in, int lane, Space space,
-                           uint64_t address, size_t bytes, size_t align,
-                           bool write) {
+uint8_t *tprt::emu::accessSlow(Warp &w, const Inst &in, int lane, Space space,
+                               uint64_t address, size_t bytes, size_t align,
+                               bool write) {
+  static_assert(kDeviceTag == uintptr_t(1) << 62, "access() in Exec.h");
   Launch &L = *w.launch;
   const char *verb = write ? "store" : "load";
-  if (align > 1 && address % align) {
+  if (align > 1 && (address & (align - 1))) {
     fail(w, in, lane,
          std::string("misaligned ") + verb + " of " + std::to_string(bytes) +
              " bytes at " + spaceName(space) + " address " + hex(address) +
@@ -88,13 +89,10 @@ uint8_t *tprt::emu::access(Warp &w, const Inst &in, int lane, Space space,
   case Space::Global:
   case Space::Const: {
     uintptr_t a = uintptr_t(address);
-    if (a >= L.cachedBase && a + bytes <= L.cachedEnd && a + bytes >= a)
-      return reinterpret_cast<uint8_t *>(a);
     Allocation found;
     if (Registry::instance().find(a, bytes, found)) {
-      L.cachedBase = found.base;
-      L.cachedEnd = found.base + found.bytes;
-      return reinterpret_cast<uint8_t *>(a);
+      L.lastBuffer[in.index] = {found.base, found.base + found.bytes};
+      return reinterpret_cast<uint8_t *>(hostAddress(a));
     }
     fail(w, in, lane,
          std::string("out-of-bounds global ") + verb + " of " +
@@ -155,6 +153,45 @@ void load(Warp &w, const Inst &in, uint32_t m) {
       w.reg(in.d[e])[l] = v;
     }
   });
+}
+
+/// ld of one element of `Bytes` bytes (the common case, without the
+/// vector loop and with a fixed-size copy).
+template <unsigned Bytes, bool Sign>
+void loadScalar(Warp &w, const Inst &in, uint32_t m) {
+  const uint64_t *a = w.reg(in.s[0]);
+  uint64_t *d = w.reg(in.d[0]);
+  forLanes(m, [&](int l) {
+    uint8_t *p = access(w, in, l, in.space, a[l] + uint64_t(in.imm), Bytes,
+                        Bytes, false);
+    uint64_t v = 0;
+    std::memcpy(&v, p, Bytes);
+    if (Sign && Bytes < 8) {
+      constexpr unsigned shift = 64 - 8 * Bytes;
+      v = uint64_t(int64_t(v << shift) >> shift);
+    }
+    d[l] = v;
+  });
+}
+
+template <unsigned Bytes>
+void storeScalar(Warp &w, const Inst &in, uint32_t m) {
+  const uint64_t *a = w.reg(in.s[0]), *v = w.reg(in.s[1]);
+  forLanes(m, [&](int l) {
+    uint8_t *p = access(w, in, l, in.space, a[l] + uint64_t(in.imm), Bytes,
+                        Bytes, true);
+    std::memcpy(p, &v[l], Bytes);
+  });
+}
+
+Handler scalarHandler(bool isStore, unsigned bytes, bool sign) {
+  switch (bytes) {
+  case 1: return isStore ? storeScalar<1> : sign ? loadScalar<1, true> : loadScalar<1, false>;
+  case 2: return isStore ? storeScalar<2> : sign ? loadScalar<2, true> : loadScalar<2, false>;
+  case 4: return isStore ? storeScalar<4> : sign ? loadScalar<4, true> : loadScalar<4, false>;
+  case 8: return isStore ? storeScalar<8> : loadScalar<8, false>;
+  default: return nullptr;
+  }
 }
 
 void store(Warp &w, const Inst &in, uint32_t m) {
@@ -286,6 +323,7 @@ void cpAsync(Warp &w, const Inst &in, uint32_t m) {
     }
     copy.group = ~0u; // not committed yet
     w.pending[l].push_back(std::move(copy));
+    w.launch->asyncCopies = true;
   });
 }
 
@@ -447,6 +485,9 @@ bool tprt::emu::decodeMemory(const Statement &st, Inst &inst, DecodeContext &ctx
       }
     }
     inst.run = isStore ? store : load;
+    if (count == 1 && (!isStore ? inst.d[0] >= 0 : true))
+      if (Handler h = scalarHandler(isStore, inst.bytes, inst.mode & 1))
+        inst.run = h;
     return true;
   }
   if (op == "cvta" || op == "isspacep") {

@@ -89,6 +89,8 @@ struct Inst {
   int64_t target = -1;
   /// The line of the PTX text, for messages.
   uint32_t line = 0;
+  /// The instruction's index in its kernel (per-instruction launch state).
+  uint32_t index = 0;
 };
 
 /// A kernel parameter of the `.param` space.

@@ -658,6 +658,7 @@ bool Parser::entry(bool) {
     Inst ret;
     ret.flow = Flow::Exit;
     ret.line = kernel->line;
+    ret.index = uint32_t(kernel->code.size());
     kernel->code.push_back(ret);
   }
   std::string name = kernel->name;
@@ -893,6 +894,7 @@ bool Parser::statement(KernelScope &scope) {
   std::string error;
   if (!decode(st, inst, scope, error))
     return fail(st.line, error);
+  inst.index = uint32_t(scope.kernel.code.size());
   if (inst.flow == Flow::Branch) {
     const Operand &target = st.operands.empty() ? Operand() : st.operands[0];
     if (target.kind != Operand::Kind::Symbol)

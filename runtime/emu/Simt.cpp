@@ -77,7 +77,7 @@ std::string trapText(Warp &w, const Inst &in, int lane) {
     Allocation a;
     if (!p || !Registry::instance().containing(p, a))
       return "?";
-    const char *s = reinterpret_cast<const char *>(p);
+    const char *s = reinterpret_cast<const char *>(hostAddress(p));
     size_t n = 0;
     while (p + n < a.base + a.bytes && s[n])
       ++n;
@@ -107,12 +107,13 @@ public:
         break;
     }
     // cp.async copies never waited for land when the kernel ends.
-    for (Warp &w : L.warps)
-      for (int l = 0; l < 32; ++l) {
-        for (PendingCopy &c : w.pending[l])
-          std::memcpy(c.dst, c.data.data(), c.data.size());
-        w.pending[l].clear();
-      }
+    if (L.asyncCopies)
+      for (Warp &w : L.warps)
+        for (int l = 0; l < 32; ++l) {
+          for (PendingCopy &c : w.pending[l])
+            std::memcpy(c.dst, c.data.data(), c.data.size());
+          w.pending[l].clear();
+        }
   }
 
 private:
@@ -306,15 +307,17 @@ private:
   }
 };
 
-void fillRegisters(Launch &L, Warp &w, bool perBlockOnly) {
-  const Kernel &K = *L.kernel;
-  for (const RegisterInit &init : K.inits) {
+bool changesPerBlock(const RegisterInit &init) {
+  using Kind = RegisterInit::Kind;
+  return init.kind == Kind::CtaidX || init.kind == Kind::CtaidY ||
+         init.kind == Kind::CtaidZ || init.kind == Kind::Clock ||
+         init.kind == Kind::Clock64 || init.kind == Kind::GlobalTimer;
+}
+
+/// Fills `inits` in every lane of `w`.
+void fillRegisters(Launch &L, Warp &w, const std::vector<RegisterInit> &inits) {
+  for (const RegisterInit &init : inits) {
     using Kind = RegisterInit::Kind;
-    bool perBlock = init.kind == Kind::CtaidX || init.kind == Kind::CtaidY ||
-                    init.kind == Kind::CtaidZ || init.kind == Kind::Clock ||
-                    init.kind == Kind::Clock64 || init.kind == Kind::GlobalTimer;
-    if (perBlockOnly && !perBlock)
-      continue;
     uint64_t *r = w.reg(init.reg);
     for (int l = 0; l < 32; ++l) {
       uint32_t t = w.index * 32 + uint32_t(l);
@@ -450,6 +453,7 @@ std::string tprt::emu::runKernel(const Module &module, const Kernel &K,
                Registry::instance().explain(uintptr_t(value), 1);
     }
   }
+  L.lastBuffer.assign(K.code.size(), {0, 0});
   L.shared.assign(size_t(K.dynamicSharedOffset) + config.dynamicShared, 0);
   L.local.assign(size_t(L.threads) * K.localBytes, 0);
   uint32_t warps = (L.threads + 31) / 32;
@@ -462,8 +466,11 @@ std::string tprt::emu::runKernel(const Module &module, const Kernel &K,
     w.r = L.registers.data() + size_t(i) * size_t(K.registers) * 32;
     uint32_t lanes = std::min<uint32_t>(32, L.threads - i * 32);
     w.exists = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
-    fillRegisters(L, w, false);
+    fillRegisters(L, w, K.inits);
   }
+  for (const RegisterInit &init : K.inits)
+    if (changesPerBlock(init))
+      L.perBlock.push_back(init);
   try {
     for (uint32_t z = 0; z < L.grid[2]; ++z)
       for (uint32_t y = 0; y < L.grid[1]; ++y)
@@ -474,16 +481,17 @@ std::string tprt::emu::runKernel(const Module &module, const Kernel &K,
           // Shared and local memory start as garbage on a device: a
           // pattern (all ones: NaN as a float, -1 as an integer) makes a
           // read before a write visible.
-          std::memset(L.shared.data(), 0xff, L.shared.size());
-          std::memset(L.local.data(), 0xff, L.local.size());
+          if (!L.shared.empty())
+            std::memset(L.shared.data(), 0xff, L.shared.size());
+          if (!L.local.empty())
+            std::memset(L.local.data(), 0xff, L.local.size());
           for (Warp &w : L.warps) {
-            fillRegisters(L, w, true);
+            fillRegisters(L, w, L.perBlock);
             for (int l = 0; l < 32; ++l) {
               w.pc[l] = 0;
               w.state[l] = (w.exists >> l) & 1 ? LaneState::Running
                                                : LaneState::Exited;
               w.committed[l] = 0;
-              w.pending[l].clear();
             }
             w.carry = 0;
           }
