@@ -743,16 +743,16 @@ def plan(run):
                                       "llama7b-layer-tp%d-shared" % tp,
                                       run_args=["--warmup", "1", "--steps", "3"]))
     # Collective time per call: tprt-bench on cuda-shared ranks, for the
-    # layer's all-reduce sizes (1 to 32 MiB of bf16) where the layer is in
-    # the bundle, else 1 MiB (the bench runs).
-    top = "33554432" if have("llama7b-layer", 1) else "1048576"
+    # layer's all-reduce sizes (1 to 32 MiB of bf16, 10 calls each) where
+    # the layer is in the bundle, else 1 MiB twice (the bench runs).
+    sizes = (["-e", "32M", "-w", "2", "-n", "10"] if have("llama7b-layer", 1)
+             else ["-e", "1M", "-w", "1", "-n", "2"])
     if os.path.exists(bench):
         for n in (2, 8):
             shared.append(Stage(
                 "collectives-cuda-shared-np%d" % n, "shared", 60,
                 [run.mpirun(n) + [bench, "cuda-shared", "-c", "all_reduce", "-d",
-                                  "bf16", "-b", "1048576", "-e", top, "-f", "2",
-                                  "-w", "2", "-n", "10"]],
+                                  "bf16", "-b", "1M", "-f", "2"] + sizes],
                 judge_collectives))
     return single + shared
 
@@ -969,9 +969,6 @@ class Run:
         self.sanitizer = shutil.which("compute-sanitizer") or next(
             (p for p in ("/usr/local/cuda/bin/compute-sanitizer",)
              if os.path.exists(p)), None)
-        self.torch = None if self.args.dry_run else subprocess.run(
-            [sys.executable, "-c", "import torch"], capture_output=True,
-            env=self.machine_env).returncode == 0
 
     def capture(self, argv):
         try:
@@ -995,8 +992,13 @@ class Run:
     def skip_reason(self, stage, shared_timeout):
         if stage.gpu and not self.gpu:
             return "no GPU"
-        if stage.needs == "torch" and not self.torch and not self.args.dry_run:
-            return "no PyTorch"
+        if stage.needs == "torch" and not self.args.dry_run:
+            if self.torch is None:
+                self.torch = subprocess.run(
+                    [sys.executable, "-c", "import torch"],
+                    capture_output=True, env=self.machine_env).returncode == 0
+            if not self.torch:
+                return "no PyTorch"
         if stage.needs == "sanitizer" and not self.sanitizer and not self.args.dry_run:
             return "no compute-sanitizer"
         if stage.group == "shared" and not self.launcher:
@@ -1010,7 +1012,7 @@ class Run:
         """Runs the stage's commands under its timeout: (status, detail)."""
         timeout = self.overrides.get(stage.name, stage.timeout)
         clipped = min(timeout, self.left())
-        if clipped < 5:
+        if self.left() < 5:
             return "SKIP", "out of time: %.0f s of the %.0f s budget spent" % (
                 time.time() - self.start, self.budget)
         log_path = os.path.join(self.work, stage.name + ".log")
@@ -1042,7 +1044,7 @@ class Run:
             cause = ("its %.0f s timeout" % timeout if clipped >= timeout else
                      "the end of the budget (%.0f s of its %.0f s timeout)" % (
                          clipped, timeout))
-            return "TIMEOUT", "killed at %s; last line: %s" % (cause, why(text))
+            return "TIMEOUT", "killed at %s; log: %s" % (cause, why(text))
         if rc != 0:
             if stage.output and os.path.exists(stage.output):
                 self.keep.append(stage.output)
@@ -1227,7 +1229,7 @@ def performance(run):
         m = re.match(r"(ok|FAIL): .*?relative error ([0-9.e+-]+)", r["detail"])
         if m:
             stage = run.stage(r["stage"])
-            against = re.search(r"; against (\S+)", r["detail"])
+            against = re.search(r"; against ([^;\s]+)", r["detail"])
             rows.append("| %s | %s | %s | %s |" % (
                 r["stage"], "%s's output" % against.group(1) if against else "CPU reference",
                 m.group(2), r["status"]))
