@@ -6,12 +6,13 @@ be wasted. scripts/gpu-check.sh is its command line:
   DIR/gpu-check.sh --run DIR [--out OUT] [--dry-run] [--only NAMES]
                    [--timeout NAME=SECONDS]...
 
---prepare (the build machine: LLVM, the CUDA toolkit) compiles the models
-of MODELS (and the GEMM models of the 7B layer's cost reports) for the GPU,
-the CPU references of those checked against one, and copies the
-runtime-only runner, the runtime, its dependencies and Open MPI's launcher
-into DIR, which then needs no LLVM. --run (the GPU machine: python3, no
-LLVM, nothing to download) executes plan(DIR).
+--prepare (the build machine: LLVM, the CUDA toolkit; gpu_check_prepare.py)
+compiles the models of MODELS and LAYER_MODELS (and the GEMM models of the
+7B layer's cost reports) for the GPU, the CPU references of those checked
+against one, and copies the runtime-only runner, the runtime, its
+dependencies and Open MPI's launcher into DIR, which then needs no LLVM.
+--run (the GPU machine: python3, no LLVM, nothing to download; this file)
+executes plan(DIR).
 
 How --run works:
   1. It restores the executable bits (a transfer may lose them), unpacks
@@ -110,8 +111,8 @@ class Model:
                             if self.lower else [])
 
 
-# The models checked against a reference, in the order their stages run
-# (timeouts: plan()).
+# The models checked against their CPU reference or another model's output,
+# in the order their stages run (plan()).
 MODELS = [
     Model("gpt2-f32", TINY + ["--gen=--model=gpt2"], (1, 2, 4), tiny=(1, 2),
           check="ref"),
@@ -299,7 +300,8 @@ def number(pattern, text):
 
 
 def judge_conformance(run, stage, log):
-    return "PASS", first_line(log, r"^tprt-conformance: .* checks")
+    line = first_line(log, r"^tprt-conformance: .* checks")
+    return ("PASS", line) if line else ("FAIL", "no summary line")
 
 
 def judge_timing(run, stage, log):
@@ -388,7 +390,7 @@ def plan(run):
     python = [sys.executable or "python3"]
     single, shared = [], []
 
-    def model_stage(model, tp, label=None, run_args=None, timeout=None):
+    def model_stage(model, tp, label=None, run_args=None):
         name = label or "%s-tp%d" % (model.name, tp)
         # An output to compare, or one another model is compared with.
         compared = model.check or (tp == 1 and not label and any(
@@ -398,7 +400,7 @@ def plan(run):
         argv += ["--backend", "nccl" if tp == 1 else "cuda-shared"]
         argv += model.run if run_args is None else run_args
         argv += ["--output", out] if out else []
-        timeout = timeout or model.timeouts[0 if tp == 1 else 1]
+        timeout = model.timeouts[0 if tp == 1 else 1]
         if model.check == "ref":
             judge = judge_against("ref:" + os.path.join(d, "ref", model.name + ".bin"), model.tol)
         elif model.check:
@@ -520,11 +522,21 @@ def descendants(pid):
     return found
 
 
+def alive(pid):
+    """Whether `pid` runs (a zombie does not)."""
+    try:
+        text = open("/proc/%d/stat" % pid).read()
+        return text[text.rindex(")") + 2] != "Z"
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def kill_tree(proc):
-    """SIGTERM to the process, its group and everything below it; SIGKILL
-    to what is left after 5 s."""
+    """SIGTERM to the process, its group and everything below it (mpirun's
+    ranks too, even once mpirun is gone); SIGKILL to what is left after 5 s."""
+    pids = {proc.pid}
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = [proc.pid] + descendants(proc.pid)
+        pids |= set(descendants(proc.pid))
         for pid in pids:
             try:
                 os.kill(pid, sig)
@@ -534,12 +546,13 @@ def kill_tree(proc):
             os.killpg(proc.pid, sig)
         except OSError:
             pass
-        try:
-            proc.wait(5)
-            if not [p for p in pids[1:] if os.path.exists("/proc/%d" % p)]:
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            proc.poll()
+            if not any(alive(p) for p in pids):
                 return
-        except subprocess.TimeoutExpired:
-            pass
+            time.sleep(0.1)
+    proc.wait()
 
 
 class Run:
