@@ -290,6 +290,33 @@ def prepare(args):
     print(line)
     with open(os.path.join(out, "MANIFEST"), "a") as m:
         m.write(line + "\n")
+    note = travel_note(out, size)
+    if note:
+        print(note)
     if size > LIMIT_MIB << 20:
         die("the bundle is over %d MiB" % LIMIT_MIB)
     return 0
+
+
+def travel_note(out, size):
+    """Where the bundle is inside a git working tree: what the device tool
+    would carry (tracked and untracked files git does not ignore), with the
+    bundle whether it travels with the tree or must be named in `carry`."""
+    git = lambda *a: subprocess.run(["git", "-C", out] + list(a),
+                                    capture_output=True)
+    top = git("rev-parse", "--show-toplevel")
+    if top.returncode:
+        return ""
+    top = top.stdout.decode().strip()
+    listed = git("-C", top, "ls-files", "-z", "--cached", "--others",
+                 "--exclude-standard").stdout.decode(errors="replace")
+    tree = sum(os.path.getsize(os.path.join(top, f))
+               for f in listed.split("\0") if f and
+               os.path.isfile(os.path.join(top, f)) and
+               not os.path.islink(os.path.join(top, f)))
+    ignored = git("check-ignore", "-q", out).returncode == 0
+    total = tree + size if ignored else tree
+    return ("travel: %s and the bundle are %d MiB of the device tool's 64 "
+            "(%s)" % (top, (total + (1 << 20) - 1) >> 20,
+                      "the bundle is ignored by git: name it in carry"
+                      if ignored else "the bundle travels with the tree"))
