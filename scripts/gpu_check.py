@@ -70,6 +70,9 @@ DEFAULT_BUDGET = 450
 GZIP_OVER = 4 << 20
 # Outputs of failed comparisons up to this size go into logs.tar.gz.
 KEEP_OUTPUT = 4 << 20
+# What --run leaves in OUT, and nothing else (a device run brings back at
+# most 8 files).
+OUT_FILES = ("results.txt", "results.json", "performance.md", "logs.tar.gz")
 
 # ---------------------------------------------------------------------------
 # The models (one table for --prepare and --run)
@@ -555,6 +558,14 @@ def kill_tree(proc):
     proc.wait()
 
 
+class Stopped(Exception):
+    """gpu-check itself got SIGINT or SIGTERM."""
+
+
+def stop(signum, frame):
+    raise Stopped(signal.Signals(signum).name)
+
+
 class Run:
     def __init__(self, args):
         self.args = args
@@ -784,6 +795,12 @@ class Run:
                 except subprocess.TimeoutExpired:
                     kill_tree(proc)
                     rc = None
+                except Stopped:
+                    # The stage runs in its own session: a signal to
+                    # gpu-check does not reach it.
+                    kill_tree(proc)
+                    stage.seconds = time.time() - began
+                    raise
                 if rc != 0:
                     break
         stage.seconds = time.time() - began
@@ -842,16 +859,29 @@ class Run:
                  "starting stages after %.0f s (GPU_CHECK_BUDGET)" % (
                      len(selected), sum(self.overrides.get(s.name, s.timeout)
                                         for s in selected), self.budget))
-        shared_timeout = ""
-        for stage in selected:
-            reason = self.skip_reason(stage, shared_timeout)
-            if reason:
-                self.record(stage, "SKIP", reason)
-                continue
-            status, detail = self.execute(stage)
-            if status == "TIMEOUT" and stage.group == "shared":
-                shared_timeout = stage.name
-            self.record(stage, status, detail)
+        shared_timeout, stage = "", None
+        try:
+            for stage in selected:
+                reason = self.skip_reason(stage, shared_timeout)
+                if reason:
+                    self.record(stage, "SKIP", reason)
+                    continue
+                status, detail = self.execute(stage)
+                if status == "TIMEOUT" and stage.group == "shared":
+                    shared_timeout = stage.name
+                self.record(stage, status, detail)
+        except Stopped as signame:
+            # Signalled: the stage running was killed (execute); say so and
+            # leave OUT complete.
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            if stage and stage.name not in self.status:
+                self.record(stage, "FAIL", "stopped by %s: gpu-check was "
+                            "stopped, its stage killed" % signame)
+            self.say("gpu-check: stopped by %s; the stages after %s did not "
+                     "run" % (signame, stage.name if stage else "none"))
+            self.write_out()
+            return 1
         smi = shutil.which("nvidia-smi")
         if self.machine and smi:
             self.machine["end"] = self.query_gpu(smi)
@@ -927,9 +957,6 @@ class Run:
             manifest = os.path.join(self.dir, "MANIFEST")
             add("MANIFEST", open(manifest, "rb").read())
         os.replace(archive + ".tmp", archive)
-
-
-OUT_FILES = ("results.txt", "results.json", "performance.md", "logs.tar.gz")
 
 
 # ---------------------------------------------------------------------------
@@ -1116,7 +1143,12 @@ def main(argv):
                               float(args.compare[2]))
         print(message)
         return 0 if ok else 1
-    return Run(args).main()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        return Run(args).main()
+    except Stopped as signame:   # before the first stage
+        die("stopped by %s" % signame)
 
 
 if __name__ == "__main__":

@@ -97,11 +97,11 @@ void runOnce(tprt_context *ctx, tprt_group *world, const Options &options,
     die(collective.c_str());
 }
 
-/// The largest `seconds` over the ranks. On the GPU backends collectives
-/// take device memory, so the value travels through tprt_alloc buffers.
-double slowestRank(tprt_context *ctx, tprt_group *world, double seconds) {
-  int device = 0;
-  tprt_memory_is_device(ctx, &device);
+/// The largest `seconds` over the ranks. On the GPU backends (`device`)
+/// collectives take device memory, so the value travels through tprt_alloc
+/// buffers.
+double slowestRank(tprt_context *ctx, tprt_group *world, bool device,
+                   double seconds) {
   double slowest = 0;
   if (!device) {
     if (tprt_all_reduce(ctx, world, TPRT_F64, TPRT_MAX, &seconds, &slowest, 0,
@@ -180,7 +180,8 @@ void benchmark(tprt_context *ctx, const Options &options,
       runOnce(ctx, world, options, collective, count, in, out);
     double seconds = 0;
     tprt_timer_elapsed(ctx, &seconds);
-    double slowest = slowestRank(ctx, world, seconds / options.iterations);
+    double slowest =
+        slowestRank(ctx, world, device, seconds / options.iterations);
     double algbw = double(dataBytes) / slowest / 1e9;
     if (rank == 0)
       std::printf("  %12zu %12zu %12.1f %10.3f %10.3f\n", dataBytes,
