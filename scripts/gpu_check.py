@@ -70,6 +70,10 @@ DEFAULT_BUDGET = 450
 GZIP_OVER = 4 << 20
 # Outputs of failed comparisons up to this size go into logs.tar.gz.
 KEEP_OUTPUT = 4 << 20
+# Where a driver's libcuda.so.1 may be when ldconfig's cache and the
+# library path do not list it (containers mount it in the first two).
+DRIVER_DIRS = ["/usr/local/nvidia/lib64", "/usr/local/nvidia/lib",
+               "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/wsl/lib"]
 # What --run leaves in OUT, and nothing else (a device run brings back at
 # most 8 files).
 OUT_FILES = ("results.txt", "results.json", "performance.md", "logs.tar.gz")
@@ -671,6 +675,17 @@ class Run:
             for lib in sorted(glob.glob(os.path.join(root, "nvidia", "*", "lib*"))):
                 if os.path.isdir(lib) and lib not in paths:
                     paths.append(lib)
+        # The driver: on that path, in ldconfig's cache, or where
+        # containers mount it (then its folder joins the path).
+        driver = ""
+        for p in paths + DRIVER_DIRS:
+            if os.path.exists(os.path.join(p, "libcuda.so.1")):
+                driver = os.path.join(p, "libcuda.so.1")
+                break
+        if not driver and "libcuda.so.1" in known:
+            driver = re.search(r"libcuda\.so\.1 \(.*=> (\S+)", cache).group(1)
+        if driver and os.path.dirname(driver) not in paths:
+            paths.append(os.path.dirname(driver))
         self.env = dict(os.environ)
         self.env["LD_LIBRARY_PATH"] = ":".join(paths)
         self.env.update(OMPI_ALLOW_RUN_AS_ROOT="1",
@@ -691,16 +706,9 @@ class Run:
         else:
             self.say("mpirun: %s" % (self.launcher or "none"))
 
-        # The GPU: nvidia-smi lists one and a driver is there.
+        # The GPU: nvidia-smi lists one (and a driver is there).
         smi = shutil.which("nvidia-smi")
         listed = smi and self.capture([smi, "-L"]).find("GPU") >= 0
-        driver = ""
-        for p in paths:
-            if os.path.exists(os.path.join(p, "libcuda.so.1")):
-                driver = os.path.join(p, "libcuda.so.1")
-                break
-        if not driver and "libcuda.so.1" in known:
-            driver = re.search(r"libcuda\.so\.1 \(.*=> (\S+)", cache).group(1)
         if listed:
             smi_text = self.capture([smi])
             for line in smi_text.rstrip().splitlines():
@@ -711,7 +719,11 @@ class Run:
             self.gpu = False
             self.machine = {}
             self.say("no GPU: nvidia-smi is missing or lists no GPU")
-        if not driver:
+        if not driver and listed:
+            self.say("libcuda.so.1 is in none of the library folders or %s; "
+                     "the GPU stages will say whether the loader finds it"
+                     % " ".join(DRIVER_DIRS))
+        elif not driver:
             self.gpu = False
             self.say("no GPU: no NVIDIA driver (libcuda.so.1 not found)")
         if self.args.dry_run:
