@@ -28,7 +28,14 @@
 //      contiguous in the other shape (every dimension before the cut one in
 //      its reassociation group has extent 1; for a collapse, the cut is a
 //      whole number of rows of the first non-unit dimension);
-//    - `tensor.empty`; constants (the piece of the value, as a constant).
+//    - `tensor.empty`; constants (the piece of the value, as a constant);
+//    - `tensor.concat`: across its axis, the concat of the inputs' cuts;
+//      along it, the inputs the block overlaps (one input, whole, when the
+//      block is that input: gate | up of a `cat`).
+//    A stack of weights spelt `concat` + `expand_shape` ([E * rows, cols]
+//    to [E, rows, cols]: `torch.stack` of per-expert tensors) is first
+//    rewritten into a concat of the reshaped inputs (stackConcats), so
+//    that the rows' dimensions are not a minor factor of an opaque one.
 //    Through GPT-2's Conv1D this walks expand_shape -> bias add -> (matmul,
 //    broadcast of the bias) -> the weight and the bias; through a Linear it
 //    walks the transpose of the [out, in] weight; through Falcon's
@@ -605,6 +612,34 @@ static Value sliceOf(OpBuilder *b, Operation *op, const Cut &cut) {
     return tensor::CollapseShapeOp::create(*b, loc, cutType(resultType, cut),
                                            src, groups);
   }
+  if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
+    // Across the axis: the concat of each input's cut; along it: the
+    // blocks of the inputs the cut overlaps (an input itself when the cut
+    // is that input: gate | up of a cat).
+    if (!concat.getResultType().hasStaticShape())
+      return nullptr;
+    if (!b)
+      return concat;
+    int64_t axis = concat.getDim();
+    SmallVector<Value> inputs;
+    int64_t start = 0;
+    for (Value in : concat.getInputs()) {
+      int64_t size = cast<RankedTensorType>(in.getType()).getDimSize(axis);
+      int64_t lo = std::max(start, cut.offset);
+      int64_t hi = std::min(start + size, cut.offset + cut.size);
+      start += size;
+      if (cut.dim != axis)
+        inputs.push_back(makeSlice(*b, loc, in, cut));
+      else if (lo == start - size && hi == start)
+        inputs.push_back(in);
+      else if (lo < hi)
+        inputs.push_back(makeSlice(*b, loc, in, {axis, lo - (start - size),
+                                                  hi - lo}));
+    }
+    if (inputs.size() == 1)
+      return inputs.front();
+    return tensor::ConcatOp::create(*b, loc, axis, inputs);
+  }
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   if (!linalgOp || !linalgOp.hasPureTensorSemantics() ||
       linalgOp.getNumDpsInits() != 1)
@@ -725,6 +760,52 @@ static bool isCutAgain(const CutUse &use) {
     if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(*row.user_begin()))
       row = collapse.getResult();
   return !cutsOf(row).empty();
+}
+
+/// Step 0': a stack of weights written as a concat and a reshape
+/// (`torch.stack` of per-expert tensors: [E * rows, cols] expanded to
+/// [E, rows, cols]) becomes a concat of reshaped inputs along the outer
+/// dimension, when every input is a whole number of its rows: the same
+/// elements, but the rows' own dimensions are no longer a minor factor of
+/// the concatenated (opaque) one, so the planner can split them for every
+/// expert at once and a cut of them can move up to the inputs.
+static void stackConcats(Block &block) {
+  SmallVector<tensor::ExpandShapeOp> expands;
+  for (Operation &op : block)
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
+      expands.push_back(expand);
+  for (tensor::ExpandShapeOp expand : expands) {
+    auto concat = expand.getSrc().getDefiningOp<tensor::ConcatOp>();
+    RankedTensorType type = expand.getResultType();
+    if (!concat || !concat->hasOneUse() || !type.hasStaticShape())
+      continue;
+    SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
+    const ReassociationIndices &group = groups[concat.getDim()];
+    int64_t inner = 1;
+    for (int64_t d : ArrayRef<int64_t>(group).drop_front())
+      inner *= type.getDimSize(d);
+    if (group.size() < 2 ||
+        llvm::any_of(concat.getInputs(), [&](Value in) {
+          auto t = cast<RankedTensorType>(in.getType());
+          return !t.hasStaticShape() || t.getDimSize(concat.getDim()) % inner;
+        }))
+      continue;
+    OpBuilder b(expand);
+    SmallVector<Value> inputs;
+    for (Value in : concat.getInputs()) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[group.front()] =
+          cast<RankedTensorType>(in.getType()).getDimSize(concat.getDim()) /
+          inner;
+      inputs.push_back(tensor::ExpandShapeOp::create(
+          b, expand.getLoc(), type.clone(shape), in, groups));
+    }
+    Value stacked =
+        tensor::ConcatOp::create(b, concat.getLoc(), group.front(), inputs);
+    expand.getResult().replaceAllUsesWith(stacked);
+    expand->erase();
+    concat->erase();
+  }
 }
 
 /// Step 1: moves every cut it can one producer up; true when any moved.
@@ -848,6 +929,7 @@ FusedParamStats mlir::tp::splitFusedParameters(func::FuncOp func) {
   // Pieces of a split weight may be cut again (an expert of a stack, then
   // its gate | up): both steps until nothing changes.
   Block &block = func.getBody().front();
+  stackConcats(block);
   for (bool changed = true; changed;) {
     while (moveCutsUp(block, stats)) {
     }
