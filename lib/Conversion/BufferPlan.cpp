@@ -10,11 +10,12 @@
 //     ancestor op in the block gives a position. A view returned by the
 //     function makes the buffer escape (not planned). The lifetime is
 //     [first use, last use], deallocs excluded.
-//  4. Placement, largest buffer first (ties: earlier first use): the
-//     lowest aligned offset at which the buffer overlaps, in bytes, none of
-//     the placed buffers whose lifetimes overlap its own. Candidate offsets
-//     are 0 and the ends of those buffers (aligned), so each placement is
-//     quadratic in the number of buffers at most (hundreds for a model).
+//  4. Placement, largest buffer first (ties: earlier first use, then
+//     program order): the lowest aligned offset at which the buffer
+//     overlaps, in bytes, none of the placed buffers whose lifetimes overlap
+//     its own. Candidate offsets are 0 and the ends of those buffers
+//     (aligned), so each placement is quadratic in the number of buffers at
+//     most (hundreds for a model).
 //  5. The peak of live bytes (a sweep over positions) is the lower bound
 //     the report compares the arena with.
 //
@@ -119,10 +120,12 @@ BufferPlan::BufferPlan(func::FuncOp fn, int64_t alignment) {
   SmallVector<unsigned> order;
   for (unsigned i = 0; i < planned.size(); ++i)
     order.push_back(i);
-  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+  llvm::sort(order, [&](unsigned a, unsigned b) {
     if (planned[a].bytes != planned[b].bytes)
       return planned[a].bytes > planned[b].bytes;
-    return planned[a].first < planned[b].first;
+    if (planned[a].first != planned[b].first)
+      return planned[a].first < planned[b].first;
+    return a < b;
   });
   SmallVector<unsigned> placed;
   for (unsigned i : order) {

@@ -57,7 +57,9 @@ namespace mlir::tp {
 using namespace mlir;
 using namespace mlir::tp;
 
-static constexpr llvm::StringLiteral kTileMarker = "tp.vector_tile";
+// Marks the tiles step 4 vectorizes (not a tp. attribute: the dialect
+// verifies those).
+static constexpr llvm::StringLiteral kTileMarker = "tp_vector_tile";
 
 namespace {
 

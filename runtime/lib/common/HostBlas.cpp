@@ -2,8 +2,9 @@
 //
 // Loading, once per process, on the first product or report:
 //  1. Threads: TPRT_THREADS (a positive integer; default 1) becomes
-//     OPENBLAS_NUM_THREADS before the library starts, so that OpenBLAS's
-//     pool has that many threads, and openblas_set_num_threads after.
+//     OPENBLAS_NUM_THREADS while the library starts, so that OpenBLAS's
+//     pool has that many threads, and openblas_set_num_threads after (the
+//     environment is put back as it was).
 //  2. The library (TPRT_BLAS_LIBRARY, else libopenblas.so.0) is opened with
 //     dlopen. Without it every product runs the reference loop, and the
 //     report says so.
@@ -15,8 +16,8 @@
 //     (openblas_get_corename) and compares its instruction-set level with
 //     that of the best kernel the CPU's features allow (cpuid, and xgetbv
 //     for the OS's register state). When the library's is lower, the
-//     library is closed, reopened with OPENBLAS_CORETYPE naming the better
-//     kernel, and the variable is removed again. Never when the user set
+//     library is closed and reopened with OPENBLAS_CORETYPE naming the
+//     better kernel (only while it opens). Never when the user set
 //     OPENBLAS_CORETYPE, when the library was already loaded by someone else
 //     (it cannot be reopened then), or when the library's kernel is one
 //     this table does not know (a newer OpenBLAS that knows the CPU).
@@ -147,9 +148,29 @@ bool isLoaded(const std::string &path) {
   return probe != nullptr;
 }
 
-void setEnv(const char *name, const std::string &value) {
-  setenv(name, value.c_str(), 1);
-}
+/// Sets an environment variable while OpenBLAS starts (it reads its
+/// settings then), and puts back what was there after.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const std::string &value) : name(name) {
+    if (const char *old = std::getenv(name)) {
+      previous = old;
+      hadPrevious = true;
+    }
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (hadPrevious)
+      setenv(name, previous.c_str(), 1);
+    else
+      unsetenv(name);
+  }
+
+private:
+  const char *name;
+  std::string previous;
+  bool hadPrevious = false;
+};
 
 } // namespace
 
@@ -170,7 +191,7 @@ HostBlas tprt::loadHostBlas() {
   }
   std::string threadsNote = std::to_string(blas.threads) +
                             (blas.threads == 1 ? " thread" : " threads");
-  setEnv("OPENBLAS_NUM_THREADS", std::to_string(blas.threads));
+  ScopedEnv poolSize("OPENBLAS_NUM_THREADS", std::to_string(blas.threads));
 
   // 2. The library.
   const char *chosen = std::getenv("TPRT_BLAS_LIBRARY");
@@ -201,9 +222,10 @@ HostBlas tprt::loadHostBlas() {
               best + ", but OpenBLAS was loaded before libtprt";
       } else {
         dlclose(handle);
-        setEnv("OPENBLAS_CORETYPE", best);
-        handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        unsetenv("OPENBLAS_CORETYPE");
+        {
+          ScopedEnv kernel("OPENBLAS_CORETYPE", best);
+          handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        }
         if (!handle) {
           const char *why = dlerror();
           blas.description = std::string("none (") + (why ? why : path) +
