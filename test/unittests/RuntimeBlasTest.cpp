@@ -21,32 +21,6 @@ using namespace tprt;
 
 namespace {
 
-/// Sets an environment variable for the scope of one test.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name(name) {
-    const char *old = std::getenv(name);
-    hadOld = old != nullptr;
-    if (hadOld)
-      oldValue = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (hadOld)
-      setenv(name, oldValue.c_str(), 1);
-    else
-      unsetenv(name);
-  }
-
-private:
-  const char *name;
-  bool hadOld = false;
-  std::string oldValue;
-};
-
 TEST(RuntimeBlas, CoreForFeatures) {
   CpuFeatures none;
   EXPECT_STREQ(openblasCoreFor(none), "");

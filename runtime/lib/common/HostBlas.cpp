@@ -148,31 +148,25 @@ bool isLoaded(const std::string &path) {
   return probe != nullptr;
 }
 
-/// Sets an environment variable while OpenBLAS starts (it reads its
-/// settings then), and puts back what was there after.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const std::string &value) : name(name) {
-    if (const char *old = std::getenv(name)) {
-      previous = old;
-      hadPrevious = true;
-    }
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (hadPrevious)
-      setenv(name, previous.c_str(), 1);
-    else
-      unsetenv(name);
-  }
-
-private:
-  const char *name;
-  std::string previous;
-  bool hadPrevious = false;
-};
-
 } // namespace
+
+tprt::ScopedEnv::ScopedEnv(const char *name, const char *value) : name(name) {
+  if (const char *old = std::getenv(name)) {
+    previous = old;
+    hadPrevious = true;
+  }
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
+}
+
+tprt::ScopedEnv::~ScopedEnv() {
+  if (hadPrevious)
+    setenv(name, previous.c_str(), 1);
+  else
+    unsetenv(name);
+}
 
 HostBlas tprt::loadHostBlas() {
   HostBlas blas;
@@ -191,7 +185,8 @@ HostBlas tprt::loadHostBlas() {
   }
   std::string threadsNote = std::to_string(blas.threads) +
                             (blas.threads == 1 ? " thread" : " threads");
-  ScopedEnv poolSize("OPENBLAS_NUM_THREADS", std::to_string(blas.threads));
+  ScopedEnv poolSize("OPENBLAS_NUM_THREADS",
+                     std::to_string(blas.threads).c_str());
 
   // 2. The library.
   const char *chosen = std::getenv("TPRT_BLAS_LIBRARY");

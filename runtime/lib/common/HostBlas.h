@@ -69,6 +69,22 @@ HostBlas loadHostBlas();
 /// The BLAS of this process, loaded on the first call (thread-safe).
 const HostBlas &hostBlas();
 
+/// Sets (or, with a null value, removes) an environment variable for a
+/// scope and puts back what was there after: OpenBLAS reads its settings
+/// while it opens, and the tests set tprt's.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+  const char *name;
+  std::string previous;
+  bool hadPrevious = false;
+};
+
 } // namespace tprt
 
 #endif // TPRT_COMMON_HOSTBLAS_H
