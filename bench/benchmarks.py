@@ -379,12 +379,15 @@ class Bench:
                   "(hidden 64, 2 layers, 8 tokens) with their weights, PyTorch's model "
                   "built from `Inputs/hf/*/config.json`; GPT-2 small is "
                   "`bench/inputs/gpt2-small-l1.mlir` (hidden 768, 1 layer, 128 tokens, "
-                  "vocabulary 50257, random weights). A ratio below 1 is tp-run faster. "
+                  "vocabulary 50257, random weights). `tp-run tp=2` is the same model "
+                  "sharded over 2 ranks of one thread each (mpirun; 2 cores against "
+                  "PyTorch's one). A ratio below 1 is tp-run faster. Peak memory of a "
+                  "rank is tp-runner's report (the largest rank's). "
                   "Before/after figures and the profile: docs/passes/lower-cpu.md.")
         self.emit()
         python = os.environ.get("TP_TORCH_PYTHON", "")
         cmd = [sys.executable, os.path.join(self.root, "bench", "cpu-vs-torch"),
-               "--build", self.build, "--markdown"]
+               "--build", self.build, "--tp", "1,2", "--markdown"]
         if python:
             cmd += ["--torch-python", python]
         r = run(cmd)
