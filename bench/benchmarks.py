@@ -9,7 +9,11 @@ asserts a time. Sections:
   3. upstream MLIR (sharding-propagation + shard-partition of mlir-opt 22)
      on the same inputs, with the best hint a user can give;
   4. compile time and peak memory of tp-opt against model size;
-  5. collective bandwidth of the runtime's mpi backend (nccl-tests style).
+  5. collective bandwidth of the runtime's mpi backend (nccl-tests style);
+  6. front-end IR (torch-mlir and IREE exports) against Megatron's plan;
+  7. plan time on 2-D meshes;
+  8. GPU cost of a Llama-2-7B layer (no GPU needed);
+  9. CPU ranks against PyTorch eager, one thread each (bench/cpu-vs-torch).
 """
 import argparse
 import json
@@ -361,6 +365,46 @@ class Bench:
                   "bench/gpu-cost.sh failed: %s" % r.stderr.strip()[-300:])
         self.emit()
 
+    # 9 -------------------------------------------------------------------
+    def cpu_vs_torch(self):
+        self.emit("## 9. CPU ranks against PyTorch eager")
+        self.emit()
+        self.emit("`bench/cpu-vs-torch`: `tp-run --tp 1` (one rank, one BLAS thread) and "
+                  "PyTorch eager (`torch.set_num_threads(1)`, `torch.no_grad()`, "
+                  "transformers' default attention) on the same models and inputs, "
+                  "alternating in one run; seconds per step are the median of 5 runs of "
+                  "10 steps after 2 warm-up steps, peak memory is each process's "
+                  "(`wait4`'s `ru_maxrss`; PyTorch's includes the interpreter and "
+                  "libtorch). The tiny fixtures are `test/frontends/Inputs/*-tiny` "
+                  "(hidden 64, 2 layers, 8 tokens) with their weights, PyTorch's model "
+                  "built from `Inputs/hf/*/config.json`; GPT-2 small is "
+                  "`bench/inputs/gpt2-small-l1.mlir` (hidden 768, 1 layer, 128 tokens, "
+                  "vocabulary 50257, random weights). `tp-run tp=2` is the same model "
+                  "sharded over 2 ranks of one thread each (mpirun; 2 cores against "
+                  "PyTorch's one). A ratio below 1 is tp-run faster. Peak memory of a "
+                  "rank is tp-runner's report (the largest rank's). "
+                  "Before/after figures and the profile: docs/passes/lower-cpu.md.")
+        self.emit()
+        python = os.environ.get("TP_TORCH_PYTHON", "")
+        cmd = [sys.executable, os.path.join(self.root, "bench", "cpu-vs-torch"),
+               "--build", self.build, "--tp", "1,2", "--markdown"]
+        if python:
+            cmd += ["--torch-python", python]
+        r = run(cmd)
+        if r.returncode:
+            self.emit("bench/cpu-vs-torch failed: %s" % r.stderr.strip()[-300:])
+        else:
+            lines = r.stdout.strip().splitlines()
+            notes = [l for l in lines if l.startswith("cpu-vs-torch: PyTorch half skipped")
+                     or l.startswith("tp-runner's BLAS")]
+            table = [l for l in lines if l.startswith("|")]
+            for line in notes:
+                self.emit(line)
+                self.emit()
+            for line in table:
+                self.emit(line)
+        self.emit()
+
     def write(self):
         page = os.path.join(self.root, "docs", "benchmarks.md")
         with open(page, "w") as f:
@@ -382,7 +426,7 @@ def main():
     sections = {"quality": b.plan_quality, "upstream": b.upstream,
                 "compile": b.compile_time, "collectives": b.collectives,
                 "frontends": b.frontends, "mesh2d": b.mesh2d,
-                "gpucost": b.gpu_cost}
+                "gpucost": b.gpu_cost, "cpu": b.cpu_vs_torch}
     for name, fn in sections.items():
         if not args.only or name in args.only.split(","):
             fn()

@@ -2,6 +2,7 @@
 # lit configuration for the tp-opt regression tests.
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -61,6 +62,9 @@ if config.tp_have_mpi:
 # uninstrumented program (stock mlir-opt) or linked into one (test/embed).
 if getattr(config, "tp_sanitize", ""):
     config.available_features.add("sanitized")
+# x86_64: the host is an x86-64 (tests that name x86 CPUs to tp-run --cpu).
+if platform.machine() in ("x86_64", "AMD64"):
+    config.available_features.add("x86_64")
 
 # cuda-gpu: a usable NVIDIA GPU is present. Never set on the build machines
 # or in CI; tests that only a device can run carry `REQUIRES: cuda-gpu`,

@@ -33,6 +33,7 @@ int main(void) {
   int axes[1] = {0};
   float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, c[4] = {0};
   tprt_status status;
+  const char *blas = NULL;
 
   expect(tprt_init("single", &ctx) == TPRT_OK, "tprt_init single");
   if (!ctx)
@@ -58,6 +59,12 @@ int main(void) {
                    NULL) == TPRT_OK &&
              c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50,
          "gemm f32 2x2");
+
+  /* The BLAS behind it, named in one line; a null pointer is refused. */
+  expect(tprt_host_blas(&blas) == TPRT_OK && blas != NULL && blas[0] != '\0',
+         "host blas named");
+  expect(tprt_host_blas(NULL) == TPRT_ERROR_INVALID_ARGUMENT,
+         "host blas: null pointer");
 
   expect(tprt_stats_get(ctx, &stats) == TPRT_OK &&
              stats.calls[TPRT_ALL_REDUCE] == 1 &&

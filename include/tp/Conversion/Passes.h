@@ -13,6 +13,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -25,11 +26,24 @@ namespace mlir::tp {
 #define GEN_PASS_REGISTRATION
 #include "tp/Conversion/Passes.h.inc"
 
+/// The options of `tp-lower-cpu` (docs/passes/lower-cpu.md).
+struct LowerCPUOptions : public PassPipelineOptions<LowerCPUOptions> {
+  PassOptions::Option<bool> gemm{
+      *this, "gemm",
+      llvm::cl::desc("Contractions as calls of the runtime's GEMM "
+                     "(tp-gemm-to-runtime: BLAS); false: as loops, a "
+                     "reference for tests"),
+      llvm::cl::init(true)};
+};
+
 /// `tp-lower-cpu`: a partitioned program down to the LLVM dialect for CPU
-/// ranks: convert-tp-to-runtime, one-shot bufferization (function
-/// boundaries, identity layouts), results to out-parameters, linalg to
-/// loops, and the standard conversions to LLVM (math through libm).
-void buildLowerCPUPipeline(OpPassManager &pm);
+/// ranks: contractions to the runtime's GEMM, collectives to runtime calls,
+/// elementwise fusion, one-shot bufferization (function boundaries,
+/// identity layouts), results to out-parameters, temporaries in one arena
+/// per function, vectorized loops, and the standard conversions to LLVM
+/// (math through libm).
+void buildLowerCPUPipeline(OpPassManager &pm,
+                           const LowerCPUOptions &options = LowerCPUOptions());
 
 /// The bufferization stage of tp-lower-cpu and tp-lower-gpu: one-shot
 /// bufferization (function boundaries, identity layouts), results to

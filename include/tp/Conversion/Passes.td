@@ -68,6 +68,94 @@ def DecomposeAggregatesPass
   ];
 }
 
+def PlanBuffersPass : Pass<"tp-plan-buffers", "::mlir::ModuleOp"> {
+  let summary = "Put each function's static temporary buffers into one "
+                "arena, packed by liveness, allocated once per process";
+  let description = [{
+    For every function, the `memref.alloc` ops of its block with static
+    shapes whose buffers do not leave the function get an offset in one
+    arena (`BufferPlan`, include/tp/Conversion/BufferPlan.h: lifetimes from
+    the first to the last top-level op using a view of the buffer; buffers
+    with disjoint lifetimes share bytes; greedy placement, largest first).
+    The arena is a private uninitialized `memref.global`, so a call of the
+    function allocates nothing; each alloc becomes a `memref.view` of it,
+    and its deallocs are removed.
+
+    ```mlir
+    // before
+    %a = memref.alloc() {alignment = 64 : i64} : memref<8x16xf32>
+    linalg.generic ... outs(%a : memref<8x16xf32>)
+    %b = memref.alloc() {alignment = 64 : i64} : memref<8x16xf32>
+    linalg.generic ... ins(%a : memref<8x16xf32>) outs(%b : memref<8x16xf32>)
+    // after
+    memref.global "private" @tp_arena_f : memref<1024xi8> = uninitialized
+        {alignment = 64 : i64, planned_buffers = 2 : i64, ...}
+    %arena = memref.get_global @tp_arena_f : memref<1024xi8>
+    %a = memref.view %arena[%c0][] : memref<1024xi8> to memref<8x16xf32>
+    %b = memref.view %arena[%c512][] : memref<1024xi8> to memref<8x16xf32>
+    ```
+
+    The global carries `planned_buffers`, `separate_bytes`
+    (their sum) and `peak_live_bytes` (the most bytes live at one point:
+    no plan is smaller). A function with an arena is not reentrant.
+    Allocs with dynamic shapes, other layouts, inside nested regions, in
+    functions of several blocks, or returned are left alone. Preconditions:
+    bufferized functions (after `buffer-results-to-out-params`).
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer in the arena (a power of two)">
+  ];
+  let dependentDialects = [
+    "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
+def VectorizeCPUPass : Pass<"tp-vectorize-cpu", "::mlir::func::FuncOp"> {
+  let summary = "Tile elementwise and reduction linalg ops on buffers into "
+                "vector-wide tiles and vectorize them";
+  let description = [{
+    Each linalg op on buffers with static loop ranges that is not a
+    contraction and reads no buffer through `memref.load` in its body is
+    tiled to 1 along every loop but one, the loop of the innermost
+    dimension of its largest operand, which gets `vector-bytes` worth of
+    elements (or the whole dimension when it is at most two such tiles)
+    and becomes the innermost loop; a loop the tile does not divide is
+    peeled. Each tile is vectorized (`linalg::vectorize`) and the vector
+    ops are lowered to 1-D loads, stores, arithmetic and reductions; f32
+    `exp`, `expm1`, `tanh`, `erf`, `log`, `log1p`, `log2` become upstream's
+    polynomial approximations. Ops it cannot vectorize stay linalg (and
+    become scalar loops).
+
+    ```mlir
+    // before
+    linalg.generic {iterator_types = ["parallel", "parallel"]}
+        ins(%x : memref<8x64xf32>) outs(%y : memref<8x64xf32>) { math.tanh }
+    // after
+    scf.for %i = %c0 to %c8 step %c1 {
+      scf.for %j = %c0 to %c64 step %c16 {
+        %v = vector.load %x[%i, %j] : memref<8x64xf32>, vector<16xf32>
+        ... polynomial tanh on vector<16xf32> ...
+        vector.store %t, %y[%i, %j] : memref<8x64xf32>, vector<16xf32>
+      }
+    }
+    ```
+
+    Preconditions: bufferized; runs before `convert-linalg-to-loops` and
+    `convert-vector-to-llvm`.
+  }];
+  let options = [
+    Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"64",
+           "Bytes of one vector tile (64: one AVX-512 register, two AVX2 "
+           "registers)">
+  ];
+  let dependentDialects = [
+    "::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::math::MathDialect"
+  ];
+}
+
 def GemmToRuntimePass : Pass<"tp-gemm-to-runtime", "::mlir::ModuleOp"> {
   let summary = "Lower every matmul-family linalg op to the runtime's GEMM calls";
   let description = [{

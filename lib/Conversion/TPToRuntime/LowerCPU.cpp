@@ -1,8 +1,19 @@
 //===- LowerCPU.cpp - the tp-lower-cpu pipeline -----------------*- C++ -*-===//
 //
-// A partitioned program down to the LLVM dialect for CPU ranks. The upstream
-// part is the pipeline tp-gen's numerics test validates against a Python
-// reference (test/tp-gen/numerics.test).
+// A partitioned program down to the LLVM dialect for CPU ranks
+// (docs/passes/lower-cpu.md):
+//
+//   tp-decompose-aggregates, tp-gemm-to-runtime,   contractions → GEMM calls
+//   convert-tp-to-runtime                          collectives → tprt calls
+//   tp-fuse-elementwise, tp-untie-fills            each tensor read once
+//   one-shot-bufferize, buffer-results-to-out-params (results in place)
+//   tp-plan-buffers                                temporaries in one arena
+//   tp-vectorize-cpu, convert-linalg-to-loops      loops over vectors
+//   vector, math, arith, memref, scf, func → LLVM
+//
+// tp-gen's numerics test validates it against an independent Python
+// implementation (test/tp-gen/numerics.test), the front-end fixtures
+// against PyTorch (test/frontends/run-tiny.test).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,14 +44,36 @@ void mlir::tp::addBufferizationPasses(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
-void mlir::tp::buildLowerCPUPipeline(OpPassManager &pm) {
+void mlir::tp::buildLowerCPUPipeline(OpPassManager &pm,
+                                     const LowerCPUOptions &options) {
+  // Tensors: every contraction to the runtime's GEMM (BLAS), collectives to
+  // runtime calls, then elementwise chains fused into their consumers.
   pm.addPass(createDecomposeAggregatesPass());
+  if (options.gemm)
+    pm.addPass(createGemmToRuntimePass());
   pm.addPass(createConvertTPToRuntimePass());
-  addBufferizationPasses(pm, /*hoistStaticAllocs=*/false);
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addPass(createCanonicalizerPass());
+  // A fill shared by several reductions would be one buffer copied for each.
+  pm.addPass(createUntieFillsPass());
+
+  // Buffers: results written in place into the caller's, temporaries in one
+  // arena per function (allocated once per process).
+  addBufferizationPasses(pm, /*hoistStaticAllocs=*/true);
+  pm.addPass(createPlanBuffersPass());
+
+  // Loops over vectors, then scalar loops for what did not vectorize.
+  pm.addNestedPass<func::FuncOp>(createVectorizeCPUPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  ConvertVectorToLLVMPassOptions vectorOptions;
+  // Horizontal sums of a vector as a tree, not lane by lane.
+  vectorOptions.reassociateFPReductions = true;
+  pm.addPass(createConvertVectorToLLVMPass(vectorOptions));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
@@ -48,13 +81,15 @@ void mlir::tp::buildLowerCPUPipeline(OpPassManager &pm) {
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass()); // the vectors' poison
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 void mlir::tp::registerLowerCPUPipeline() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LowerCPUOptions>(
       "tp-lower-cpu",
       "Lower a partitioned program to the LLVM dialect for CPU ranks "
-      "(convert-tp-to-runtime, bufferization, loops, LLVM)",
+      "(GEMM and collectives to runtime calls, fused and vectorized loops, "
+      "buffers in one arena per function, LLVM)",
       buildLowerCPUPipeline);
 }

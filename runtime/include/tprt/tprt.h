@@ -273,6 +273,16 @@ TPRT_API tprt_status tprt_gemm_shared_a(
     const void *const *b, int64_t ldb, float beta, void *const *c,
     int64_t ldc, int count, void *stream);
 
+/* One line naming the BLAS behind the host's products (the CPU backends'
+ * tprt_gemm): the library and its version, its kernel and who chose it, and
+ * the threads, e.g. "OpenBLAS 0.3.21, core Cooperlake (picked by tprt from
+ * the CPU's features; OpenBLAS's own detection picks SkylakeX), 1 thread".
+ * Loads the BLAS when no product has yet (docs/runtime.md, "The host
+ * BLAS"); the string is static. TPRT_ERROR_INVALID_ARGUMENT when
+ * TPRT_THREADS is not a number of threads (every host product then fails
+ * with the same message). */
+TPRT_API tprt_status tprt_host_blas(const char **description);
+
 /*---------------------------------------------------------------------------
  * Timers and counters
  *

@@ -1,9 +1,10 @@
 //===- HostGemm.cpp - Matrix products on the host -------------------------===//
 //
-// f32 and f64 go straight to cblas_sgemm / cblas_dgemm (row-major). f16 and
-// bf16 operands are widened into dense f32 copies, multiplied by
-// cblas_sgemm (so products accumulate in f32), and C is rounded back to
-// nearest-even. Without CBLAS at build time a plain triple loop stands in.
+// f32 and f64 go straight to cblas_sgemm / cblas_dgemm (row-major) of the
+// BLAS that HostBlas.h loads. f16 and bf16 operands are widened into dense
+// f32 copies, multiplied by cblas_sgemm (so products accumulate in f32), and
+// C is rounded back to nearest-even. Without a BLAS a plain triple loop
+// stands in.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,37 +12,20 @@
 
 #include "DType.h"
 #include "Error.h"
+#include "HostBlas.h"
 
 #include <climits>
 #include <vector>
-
-#ifdef TPRT_HAVE_CBLAS
-#include <cblas.h>
-#endif
 
 using namespace tprt;
 
 namespace {
 
-#ifdef TPRT_HAVE_CBLAS
-CBLAS_TRANSPOSE toCblas(bool trans) {
-  return trans ? CblasTrans : CblasNoTrans;
-}
+// CBLAS's enumerators (cblas.h): the library is loaded at run time.
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
-void gemmF32(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-             float alpha, const float *a, int64_t lda, const float *b,
-             int64_t ldb, float beta, float *c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, toCblas(transA), toCblas(transB), int(m), int(n),
-              int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
+int toCblas(bool trans) { return trans ? kTrans : kNoTrans; }
 
-void gemmF64(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-             double alpha, const double *a, int64_t lda, const double *b,
-             int64_t ldb, double beta, double *c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, toCblas(transA), toCblas(transB), int(m), int(n),
-              int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
-#else
 template <typename T>
 void referenceGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                    T alpha, const T *a, int64_t lda, const T *b, int64_t ldb,
@@ -61,15 +45,24 @@ void referenceGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 void gemmF32(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
              float alpha, const float *a, int64_t lda, const float *b,
              int64_t ldb, float beta, float *c, int64_t ldc) {
-  referenceGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (SgemmFn sgemm = hostBlas().sgemm)
+    sgemm(kRowMajor, toCblas(transA), toCblas(transB), int(m), int(n), int(k),
+          alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  else
+    referenceGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                  ldc);
 }
 
 void gemmF64(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
              double alpha, const double *a, int64_t lda, const double *b,
              int64_t ldb, double beta, double *c, int64_t ldc) {
-  referenceGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (DgemmFn dgemm = hostBlas().dgemm)
+    dgemm(kRowMajor, toCblas(transA), toCblas(transB), int(m), int(n), int(k),
+          alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  else
+    referenceGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                  ldc);
 }
-#endif
 
 /// Widens a rows x cols matrix with row stride `ld` into a dense f32 copy.
 std::vector<float> widen(tprt_dtype dtype, const void *src, int64_t rows,
@@ -95,6 +88,8 @@ tprt_status tprt::hostGemm(tprt_dtype dtype, bool transA, bool transB,
                   static_cast<long long>(value));
   if (m == 0 || n == 0)
     return TPRT_OK;
+  if (!hostBlas().error.empty())
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s", hostBlas().error.c_str());
 
   switch (dtype) {
   case TPRT_F32:

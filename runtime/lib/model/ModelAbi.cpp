@@ -14,6 +14,8 @@
 #include "common/Context.h"
 #include "common/DType.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,10 +71,11 @@ tprt_group *groupFor(int64_t axesMask, const char *op) {
   return group;
 }
 
-/// A contiguous tensor read off an MLIR ranked memref descriptor.
+/// A contiguous tensor read off an MLIR ranked memref descriptor (no heap:
+/// a step of a compiled model allocates nothing).
 struct Tensor {
-  char *data;
-  std::vector<int64_t> shape;
+  char *data = nullptr;
+  std::array<int64_t, TPRT_MAX_RANK> shape{};
 };
 
 Tensor readDescriptor(int64_t rank, void *desc, size_t elementBytes,
@@ -85,8 +88,11 @@ Tensor readDescriptor(int64_t rank, void *desc, size_t elementBytes,
   auto *header = static_cast<Header *>(desc);
   auto *sizes = reinterpret_cast<int64_t *>(header + 1);
   int64_t *strides = sizes + rank;
-  Tensor t{header->aligned + header->offset * int64_t(elementBytes),
-           std::vector<int64_t>(sizes, sizes + rank)};
+  if (rank < 0 || rank > TPRT_MAX_RANK)
+    fail(op, "a tensor has more dimensions than TPRT_MAX_RANK");
+  Tensor t;
+  t.data = header->aligned + header->offset * int64_t(elementBytes);
+  std::copy(sizes, sizes + rank, t.shape.begin());
   int64_t expected = 1;
   for (int64_t d = rank - 1; d >= 0; --d) {
     if (sizes[d] != 1 && strides[d] != expected)
@@ -233,11 +239,12 @@ void sharedAGemm(tprt_dtype dtype, const char *op, int32_t transA,
     if (operands[i].first != 2)
       fail(op, "operands must be 2-D");
   Tensor a = readDescriptor(aRank, aDesc, bytes, op);
-  std::vector<Tensor> bs, cs;
+  constexpr int kMaxCount = 4; // gemm_shared_a2 .. gemm_shared_a4
+  std::array<Tensor, kMaxCount> bs, cs;
   for (int i = 0; i < count; ++i)
-    bs.push_back(readDescriptor(2, operands[i].second, bytes, op));
+    bs[size_t(i)] = readDescriptor(2, operands[i].second, bytes, op);
   for (int i = 0; i < count; ++i)
-    cs.push_back(readDescriptor(2, operands[count + i].second, bytes, op));
+    cs[size_t(i)] = readDescriptor(2, operands[count + i].second, bytes, op);
   for (int i = 1; i < count; ++i) {
     if (bs[size_t(i)].shape != bs[0].shape)
       fail(op, "the B operands have different shapes");
@@ -253,11 +260,11 @@ void sharedAGemm(tprt_dtype dtype, const char *op, int32_t transA,
     fail(op, "the operand shapes do not match C_i = op(A) op(B_i)");
   if (!binding().ctx)
     fail(op, "the runtime is not bound (call tprt_model_bind)");
-  std::vector<const void *> bPointers;
-  std::vector<void *> cPointers;
+  std::array<const void *, kMaxCount> bPointers{};
+  std::array<void *, kMaxCount> cPointers{};
   for (int i = 0; i < count; ++i) {
-    bPointers.push_back(bs[size_t(i)].data);
-    cPointers.push_back(cs[size_t(i)].data);
+    bPointers[size_t(i)] = bs[size_t(i)].data;
+    cPointers[size_t(i)] = cs[size_t(i)].data;
   }
   check(tprt_gemm_shared_a(binding().ctx, dtype, transA, transB, m, n, k, 1.0f,
                            a.data, a.shape[1], bPointers.data(), b.shape[1],

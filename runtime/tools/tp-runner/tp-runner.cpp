@@ -63,6 +63,7 @@
 
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -91,7 +92,7 @@ namespace {
 const char *const kUsage =
     "usage: tp-runner MODEL_DIR [--backend mpi|single|nccl|cuda-shared]\n"
     "                 [--output FILE] [--nproc N [--timeout S]]\n"
-    "                 [--warmup N] [--steps N] [--print]\n"
+    "                 [--warmup N] [--steps N] [--threads N] [--print]\n"
     "                 [--checkpoint PATH [--require-all]]\n"
     "                 [--reference PATH [--reference-tol R]]\n"
     "                 [--loss-file FILE]\n"
@@ -104,6 +105,7 @@ const char *const kUsage =
     "  --output FILE   rank 0 writes the outputs' global values to FILE\n"
     "  --warmup N      untimed calls of the entry first (default 0)\n"
     "  --steps N       timed calls of the entry (default 1)\n"
+    "  --threads N     BLAS threads per rank (TPRT_THREADS; default 1)\n"
     "  --print         rank 0 prints each output's shape, first values, sum\n"
     "  --checkpoint PATH  fill the inputs and params named in PATH from it:\n"
     "                  a .safetensors file of global tensors, a\n"
@@ -142,6 +144,7 @@ struct Options {
   std::string output;
   long warmup = 0;
   long steps = 1;
+  long threads = 0; // --threads: TPRT_THREADS (0: as the environment says)
   bool print = false;
   std::string checkpoint;
   bool requireAll = false;
@@ -214,6 +217,8 @@ Options parseOptions(int argc, char **argv) {
       options.warmup = parseCount(arg, takeValue(), 0);
     } else if (arg == "--steps") {
       options.steps = parseCount(arg, takeValue(), 1);
+    } else if (arg == "--threads") {
+      options.threads = parseCount(arg, takeValue(), 1);
     } else if (arg == "--print") {
       if (hasValue)
         usageError("--print takes no value");
@@ -786,6 +791,11 @@ int Runner::run() {
       model.axisSizes.empty() ? &kNoMesh : model.axisSizes.data();
   check(tprt_model_bind(ctx, int(model.axisSizes.size()), meshShape),
         "tprt_model_bind");
+  // The BLAS behind the host's products (CPU backends): loaded now, so that
+  // a bad TPRT_THREADS stops every rank before any work.
+  const char *blas = nullptr;
+  if (!memory->onDevice())
+    check(tprt_host_blas(&blas), "tprt_host_blas");
 
   // 3. The buffers: from the checkpoint when it names them, else from
   // their init (Sources.h). Every rank checks the whole model first.
@@ -875,6 +885,15 @@ int Runner::run() {
   check(tprt_timer_elapsed(ctx, &seconds), "tprt_timer_elapsed");
   check(tprt_stats_get(ctx, &after), "tprt_stats_get");
   training.discount(after, seconds);
+  // Each rank's peak resident memory (Linux: KiB), and the largest.
+  int64_t peakKiB = 0, largestKiB = 0, one = 1;
+  {
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) == 0)
+      peakKiB = int64_t(usage.ru_maxrss);
+  }
+  hostAllReduce(world, TPRT_I64, TPRT_MAX, &peakKiB, &largestKiB, 1, &one,
+                sizeof(peakKiB));
   {
     std::string error;
     if (!training.finish(error)) {
@@ -909,8 +928,16 @@ int Runner::run() {
                 training.active() ? ", training: updated outputs feed the "
                                     "next step"
                                   : "");
+    if (blas)
+      std::printf("blas: %s\n", blas);
     sources.printReport();
     std::printf("time per step: %.6g s\n", perStep);
+    if (size == 1)
+      std::printf("memory: peak resident %.1f MiB\n", peakKiB / 1024.0);
+    else
+      std::printf("memory: peak resident %.1f MiB per rank (the largest of "
+                  "%d ranks; rank 0: %.1f MiB)\n",
+                  largestKiB / 1024.0, size, peakKiB / 1024.0);
     if (model.tokens > 0 && perStep > 0)
       std::printf("throughput: %" PRId64 " tokens per step, %.6g tokens/s\n",
                   model.tokens, double(model.tokens) / perStep);
@@ -1013,6 +1040,9 @@ int main(int argc, char **argv) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
   Options options = parseOptions(argc, argv);
+  // The BLAS reads its threads when libtprt first loads it.
+  if (options.threads > 0)
+    setenv("TPRT_THREADS", std::to_string(options.threads).c_str(), 1);
   // A rank of --nproc: the launch fault of the tests (Launch.h).
   if (int code = applyLaunchFault(); code >= 0)
     return code;
