@@ -2,10 +2,19 @@
 // Collectives the runtime cannot carry are located errors.
 
 tp.mesh @m ["tp" = 4]
-func.func @i1_elements(%x: tensor<8xi1>) -> tensor<8xi1> {
-  // expected-error @below {{'tp.all_reduce' op has element type 'i1', which the runtime cannot communicate}}
-  %r = tp.all_reduce max %x over @m ["tp"] : tensor<8xi1>
-  return %r : tensor<8xi1>
+func.func @f8_elements(%x: tensor<8xf8E4M3FN>) -> tensor<8xf8E4M3FN> {
+  // expected-error @below {{'tp.all_reduce' op has element type 'f8E4M3FN', which the runtime cannot communicate (it communicates f32, f16, bf16, f64, i64, i32, and integers of fewer bits as i32)}}
+  %r = tp.all_reduce max %x over @m ["tp"] : tensor<8xf8E4M3FN>
+  return %r : tensor<8xf8E4M3FN>
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+func.func @complex_elements(%x: tensor<8xcomplex<f32>>) -> tensor<32xcomplex<f32>> {
+  // expected-error @below {{'tp.all_gather' op has element type 'complex<f32>', which the runtime cannot communicate}}
+  %r = tp.all_gather %x over @m ["tp"] dim = 0 : tensor<8xcomplex<f32>> -> tensor<32xcomplex<f32>>
+  return %r : tensor<32xcomplex<f32>>
 }
 
 // -----

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -60,6 +61,35 @@ func::FuncOp runtime::getOrDeclare(ModuleOp module, StringRef name,
                                  builder.getFunctionType(inputs, results));
   fn.setPrivate();
   return fn;
+}
+
+/// `input` with its integer elements converted to `to`: extended (zero
+/// extended when `isUnsigned`) to a wider type, truncated to a narrower one;
+/// an elementwise linalg.generic, which both lowerings turn into a loop or
+/// a kernel.
+static Value convertElements(OpBuilder &builder, Location loc, Value input,
+                             Type to, bool isUnsigned) {
+  auto type = cast<RankedTensorType>(input.getType());
+  unsigned from = type.getElementType().getIntOrFloatBitWidth();
+  unsigned width = to.getIntOrFloatBitWidth();
+  Value init = tensor::EmptyOp::create(builder, loc, type.getShape(), to);
+  AffineMap identity = builder.getMultiDimIdentityMap(type.getRank());
+  SmallVector<utils::IteratorType> parallel(type.getRank(),
+                                            utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      builder, loc, TypeRange{init.getType()}, ValueRange{input},
+      ValueRange{init}, ArrayRef<AffineMap>{identity, identity}, parallel,
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value value = args[0];
+        if (width < from)
+          value = arith::TruncIOp::create(b, l, to, value);
+        else if (isUnsigned)
+          value = arith::ExtUIOp::create(b, l, to, value);
+        else
+          value = arith::ExtSIOp::create(b, l, to, value);
+        linalg::YieldOp::create(b, l, value);
+      });
+  return generic.getResult(0);
 }
 
 namespace {
@@ -109,14 +139,27 @@ LogicalResult Lowering::lowerCollective(Operation *op, StringRef name,
   Location loc = op->getLoc();
   Value input = op->getOperand(0);
   auto inType = cast<RankedTensorType>(input.getType());
-  auto outType = cast<RankedTensorType>(op->getResult(0).getType());
-  if (!inType.hasStaticShape() || !outType.hasStaticShape())
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!inType.hasStaticShape() || !resultType.hasStaticShape())
     return op->emitOpError() << "needs static shapes to be lowered";
+  // Integers narrower than 32 bits (i1, i8, ...) travel as i32: sign
+  // extended (i1 zero extended: a bool), truncated back.
+  auto narrow = dyn_cast<IntegerType>(inType.getElementType());
+  if (narrow && narrow.getWidth() >= 32)
+    narrow = nullptr;
+  if (narrow) {
+    input = convertElements(builder, loc, input, builder.getI32Type(),
+                            narrow.getWidth() == 1);
+    inType = cast<RankedTensorType>(input.getType());
+  }
+  auto outType = resultType.clone(inType.getElementType());
   std::optional<std::string> suffix =
       runtime::getElementSuffix(inType.getElementType());
   if (!suffix)
-    return op->emitOpError() << "has element type " << inType.getElementType()
-                             << ", which the runtime cannot communicate";
+    return op->emitOpError()
+           << "has element type " << inType.getElementType()
+           << ", which the runtime cannot communicate (it communicates f32, "
+              "f16, bf16, f64, i64, i32, and integers of fewer bits as i32)";
 
   // The input read in place (contiguous: the identity layout makes
   // bufferization copy a strided view, and only that), and a fresh buffer
@@ -147,6 +190,8 @@ LogicalResult Lowering::lowerCollective(Operation *op, StringRef name,
   func::CallOp::create(builder, loc, callee, args);
   Value result = bufferization::ToTensorOp::create(
       builder, loc, outType, outBuffer, /*restrict=*/true, /*writable=*/true);
+  if (narrow)
+    result = convertElements(builder, loc, result, narrow, false);
   op->getResult(0).replaceAllUsesWith(result);
   op->erase();
   return success();

@@ -758,6 +758,31 @@ int Runner::run() {
   }
   if (!agree(entry != nullptr))
     stop();
+  {
+    // The model.json the library was compiled with (tp-run embeds it): the
+    // buffers model.json describes must be the ones the code was compiled
+    // for, or the entry reads and writes past them.
+    std::vector<std::string> errors;
+    if (const char *compiled = static_cast<const char *>(
+            dlsym(library, kCompiledModelSymbol))) {
+      std::string jsonPath = options.dir + "/model.json";
+      try {
+        std::string mismatch =
+            compareCompiledModel(model, parseModel(compiled));
+        if (!mismatch.empty())
+          errors.push_back(jsonPath + " does not match " + libraryPath +
+                           ": " + mismatch +
+                           " (rebuild the model, or use the model.json it "
+                           "was built with)");
+      } catch (const ModelError &error) {
+        errors.push_back(libraryPath + ": its model.json (" +
+                         kCompiledModelSymbol + ") is invalid: " +
+                         error.what());
+      }
+    }
+    if (!report(errors))
+      stop();
+  }
 
   std::FILE *outputFile = nullptr;
   bool outputOk = true;

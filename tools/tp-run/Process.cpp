@@ -1,0 +1,223 @@
+//===- Process.cpp - tp-run's errors, files and child processes -----------===//
+//
+// See Process.h. The child is started with fork and execve rather than
+// llvm::sys::ExecuteNoWait (posix_spawn), which has no hook between fork and
+// exec for PR_SET_PDEATHSIG. After fork the child calls only
+// async-signal-safe functions (the compiler may have threads): everything
+// it needs is prepared before.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Process.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Signals.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+extern char **environ;
+
+using llvm::StringRef;
+
+namespace tprun {
+
+void die(const llvm::Twine &message, int code) {
+  llvm::outs().flush(); // what was printed so far comes first
+  llvm::errs() << "tp-run: error: " << message << "\n";
+  std::exit(code);
+}
+
+void writeFile(StringRef path, StringRef text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    die("cannot write '" + path + "': " + ec.message());
+  os << text;
+  os.close();
+  if (os.has_error()) { // a full disk, a quota
+    std::string message = os.error().message();
+    os.clear_error(); // else its destructor aborts ("IO failure")
+    die("cannot write '" + path + "': " + message);
+  }
+}
+
+void makeFolder(StringRef path) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(path))
+    die("cannot create the folder '" + path + "': " + ec.message());
+}
+
+namespace {
+
+/// The program runProgram is waiting for (0: none), and whether tp-run was
+/// interrupted (SIGINT, SIGTERM) meanwhile.
+volatile sig_atomic_t runningChild = 0;
+volatile sig_atomic_t interrupted = 0;
+
+/// LLVM's interrupt hook (called from its SIGINT/SIGTERM handler, once):
+/// passes the signal on as SIGTERM, so that mpirun stops its ranks, and lets
+/// runProgram finish; with no child running, exits.
+void onInterrupt() {
+  interrupted = 1;
+  if (runningChild > 0)
+    ::kill(pid_t(runningChild), SIGTERM);
+  else
+    _exit(130);
+}
+
+/// Forks and executes `argv` (argv[0] is the program's path) with `envp`,
+/// stdout and stderr to `output` when it is not null. The child gets SIGTERM
+/// when tp-run dies. Returns the child's pid, or -1 with `error` set.
+pid_t spawn(const std::vector<char *> &argv, char *const *envp,
+            const char *output, std::string &error) {
+  // The exec's errno comes back through a pipe that a successful exec
+  // closes (O_CLOEXEC).
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    error = std::strerror(errno);
+    return -1;
+  }
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    error = std::strerror(errno);
+    ::close(report[0]);
+    ::close(report[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    ::close(report[0]);
+#if defined(__linux__)
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+    // tp-run may have died between fork and prctl.
+    if (::getppid() != parent)
+      _exit(127);
+    // The default dispositions (LLVM's handlers are tp-run's).
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    int failed = 0;
+    if (output) {
+      int fd = ::open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+      if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0)
+        failed = errno;
+    }
+    if (!failed) {
+      ::execve(argv[0], argv.data(), envp);
+      failed = errno;
+    }
+    ssize_t ignored = ::write(report[1], &failed, sizeof(failed));
+    (void)ignored;
+    _exit(127);
+  }
+  ::close(report[1]);
+  int childErrno = 0;
+  ssize_t n;
+  do
+    n = ::read(report[0], &childErrno, sizeof(childErrno));
+  while (n < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (n == ssize_t(sizeof(childErrno))) {
+    ::waitpid(pid, nullptr, 0);
+    error = std::strerror(childErrno);
+    if (output)
+      error += llvm::formatv(" (or cannot write '{0}')", output).str();
+    return -1;
+  }
+  return pid;
+}
+
+} // namespace
+
+int runProgram(StringRef program, llvm::ArrayRef<std::string> args,
+               int timeoutSeconds,
+               std::optional<llvm::ArrayRef<StringRef>> env,
+               StringRef outputFile, StringRef what) {
+  std::string name =
+      what.empty() ? ("'" + program + " " + llvm::join(args, " ") + "'").str()
+                   : what.str();
+  // Everything the child needs, prepared before fork.
+  std::vector<std::string> argStrings = {program.str()};
+  argStrings.insert(argStrings.end(), args.begin(), args.end());
+  std::vector<char *> argv;
+  for (std::string &a : argStrings)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> envStrings;
+  std::vector<char *> envp;
+  if (env) {
+    for (StringRef e : *env)
+      envStrings.push_back(e.str());
+    for (std::string &e : envStrings)
+      envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  std::string output = outputFile.str();
+  // What tp-run said so far comes before what the program says.
+  llvm::outs().flush();
+  llvm::errs().flush();
+  std::string error;
+  pid_t child = spawn(argv, env ? envp.data() : environ,
+                      outputFile.empty() ? nullptr : output.c_str(), error);
+  if (child < 0)
+    die("cannot start " + name + ": " + error);
+  runningChild = child;
+  llvm::sys::SetInterruptFunction(onInterrupt);
+
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  int status = 0;
+  auto poll = [&]() {
+    pid_t done;
+    do
+      done = ::waitpid(child, &status, WNOHANG);
+    while (done < 0 && errno == EINTR);
+    return done;
+  };
+  bool timedOut = false, killed = false;
+  pid_t done;
+  while ((done = poll()) == 0) {
+    if (!timedOut && !interrupted && timeoutSeconds > 0 &&
+        Clock::now() - start >= std::chrono::seconds(timeoutSeconds)) {
+      timedOut = true;
+      ::kill(child, SIGTERM);
+      start = Clock::now();
+    }
+    if ((timedOut || interrupted) && !killed &&
+        Clock::now() - start >= std::chrono::seconds(10)) {
+      killed = true;
+      ::kill(child, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  llvm::sys::SetInterruptFunction(nullptr);
+  runningChild = 0;
+  if (done < 0)
+    die("cannot wait for " + name + ": " + std::strerror(errno));
+  if (interrupted)
+    die(name + " was interrupted");
+  if (timedOut)
+    die(llvm::formatv("{0} did not finish within {1} s (--timeout){2}", name,
+                      timeoutSeconds,
+                      killed ? "; it ignored SIGTERM and was killed" : ""));
+  if (WIFSIGNALED(status))
+    die(name + " crashed: " + ::strsignal(WTERMSIG(status)));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+} // namespace tprun
