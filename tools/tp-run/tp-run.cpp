@@ -7,10 +7,14 @@
 //          [--reference PATH [--reference-tol R]]
 //          [--work-dir DIR] [shard options]
 //
-// 1. Gets the model (a file, or tp-gen with the given options).
+// 1. Gets the model (a file, or tp-gen with the given options). A model
+//    that declares its mesh (tp.mesh, shard.grid) runs on it; --tp, when
+//    given, must agree.
 // 2. Compiles it for N devices: --tp-shard, then records the function
-//    boundary (model.json, docs/model-abi.md), then --tp-lower-cpu, LLVM IR,
-//    a small C glue and clang-22 make model.so.
+//    boundary (model.json, docs/model-abi.md; integer inputs that index
+//    tensors get their bound, IndexBounds.h), then --tp-lower-cpu, LLVM
+//    IR, a small C glue (the entry point, and the model.json text that
+//    tp-runner checks model.json against) and clang-22 make model.so.
 // 3. Runs tp-runner on N ranks with mpirun (one process per rank;
 //    TP_RUN_MPIRUN overrides the launcher). A run still going after
 //    --timeout seconds is stopped: mpirun gets SIGTERM and stops every rank.
@@ -34,6 +38,10 @@
 // --backend cuda|cuda-shared lowers with --tp-lower-gpu instead, links
 // model.so with libtprt_cuda, and starts the ranks on a GPU backend (Gpu.h,
 // docs/gpu.md); --check's reference is then the CPU tp=1 program.
+//
+// The work folder is --work-dir, or a temporary folder removed at exit
+// (unless --keep-work-dir). Every child process dies with tp-run, errors
+// name the file or option (Process.h).
 //
 // The compile step links MLIR; running needs only tp-runner and libtprt.
 //
@@ -73,19 +81,18 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <chrono>
-#include <cmath>
-#include <csignal>
-#include <cstring>
-#include <thread>
+#include <unistd.h>
 
-extern char **environ;
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
+
+extern char **environ;
 
 using namespace mlir;
 namespace cl = llvm::cl;

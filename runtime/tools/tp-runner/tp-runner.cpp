@@ -14,14 +14,16 @@
 //      there are as many ranks as the mesh has devices, and that every tp
 //      group (the last mesh axis) lies inside one node (Device.h);
 //   2. loads model.so (only now: a GPU model loads its kernels when it is
-//      loaded, on the context's device), binds the runtime to the mesh (tprt_model_bind);
+//      loaded, on the context's device), checks that model.json describes
+//      the buffers the library was compiled for (the copy it carries,
+//      tp_model_json), binds the runtime to the mesh (tprt_model_bind);
 //   3. allocates every buffer with its local shape (device memory on the
 //      GPU backends, filled on the host and copied in) and fills inputs and
 //      params with this device's block of the global value (from the
 //      --checkpoint when it holds the buffer's name, else from `init`;
 //      Sources.h; a buffer with a `source` is a block of the stored tensor,
-//      Init.h), zero padding past the global shape; outputs start as
-//      zeros;
+//      Init.h), zero padding past the global shape, integer indices
+//      checked against their `index_bound`; outputs start as zeros;
 //   4. calls the entry --warmup times, then --steps times under the
 //      context's timer and counters;
 //   5. assembles each output's global value (all_reduce of partial terms,
