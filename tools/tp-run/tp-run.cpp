@@ -482,8 +482,6 @@ StringRef fileTypeName(llvm::sys::fs::file_type type) {
   case file_type::block_file:
   case file_type::character_file:
     return "a device";
-  case file_type::symlink_file:
-    return "a symbolic link";
   default:
     return "of an unknown type";
   }
