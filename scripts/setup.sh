@@ -12,6 +12,8 @@ PACKAGES=(
   cmake ninja-build ccache
   # run paths of the GPU bundle (scripts/gpu-check.sh)
   patchelf
+  # the GPU emulator reads the zstd-compressed PTX of fatbinaries
+  libzstd-dev
   # runtime backends and solvers
   libopenmpi-dev openmpi-bin coinor-libcbc-dev libopenblas-dev
   # tests

@@ -118,7 +118,8 @@ static cl::opt<int> dp(
 static cl::opt<std::string> backend(
     "backend",
     cl::desc("Execution backend: cpu (ranks are processes), cuda (one GPU "
-             "per rank, NCCL), cuda-shared (ranks share one GPU; "
+             "per rank, NCCL), cuda-shared (ranks share one GPU), cuda-emu "
+             "(the cuda build run on CPU ranks by the GPU emulator; "
              "docs/gpu.md)"),
     cl::init("cpu"), cl::cat(category));
 /// --backend, parsed (Gpu.h), and the folder of the GPU runtime libraries.
@@ -865,7 +866,8 @@ int main(int argc, char **argv) {
   if (tokensOption.getNumOccurrences() && tokensOption < 1)
     die(llvm::formatv("--tokens {0} must be at least 1", long(tokensOption)));
   if (!tprun::parseTarget(backend, target))
-    die("--backend " + backend + " is not a backend (cpu, cuda, cuda-shared)");
+    die("--backend " + backend +
+        " is not a backend (cpu, cuda, cuda-shared, cuda-emu)");
   if (tprun::isGpu(target)) {
     std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
     std::string error;
@@ -881,7 +883,7 @@ int main(int argc, char **argv) {
   // once (tp-runner checks the checkpoint's contents).
   std::string launcher =
       devices > 1 && !autoTP && !tprun::compileOnly() &&
-              target != tprun::Target::Cuda
+              target != tprun::Target::Cuda && target != tprun::Target::CudaEmu
           ? findMpirun()
           : "";
   // Every rank opens them: a FIFO or device would hold each rank in open().
@@ -1021,7 +1023,7 @@ int main(int argc, char **argv) {
                         mesh.text(), meshDevices, devices));
     devices = int(meshDevices);
     if (launcher.empty() && devices > 1 && !tprun::compileOnly() &&
-        target != tprun::Target::Cuda)
+        target != tprun::Target::Cuda && target != tprun::Target::CudaEmu)
       launcher = findMpirun();
   }
 
@@ -1054,7 +1056,11 @@ int main(int argc, char **argv) {
   if (tprun::trainRequested() && !training)
     die("--train: the model is not a training step (no result carries "
         "tp.updates; generate it with tp-gen --train)");
-  std::string dir1 = (work + "/tp1").str();
+  // The unsharded CPU reference; a GPU build on one device must not share
+  // its folder (tpN is tp1 then).
+  std::string dir1 =
+      (work + (tprun::isGpu(target) && devices == 1 ? "/tp1-cpu" : "/tp1"))
+          .str();
   if (check) {
     makeFolder(dir1);
     compile(context, *parsed, 1, dir1, clang, high);
@@ -1109,8 +1115,17 @@ int main(int argc, char **argv) {
     tprun::GpuLaunch gpuRun;
     std::string error;
     if (!tprun::gpuLaunch(target, devices, runner, runnerArgs, launcher,
-                          timeoutSeconds, gpuRun, error))
+                          gpuLibraryDir, timeoutSeconds, gpuRun, error))
       die(error);
+    // The launch's variables replace ours (getenv finds the first).
+    for (const std::string &variable : gpuRun.environment) {
+      std::string name = variable.substr(0, variable.find('=') + 1);
+      llvm::erase_if(envStrings, [&](const std::string &e) {
+        return StringRef(e).starts_with(name);
+      });
+      envStrings.push_back(variable);
+    }
+    env.assign(envStrings.begin(), envStrings.end());
     rc = runProgram(gpuRun.program, gpuRun.args, timeoutSeconds,
                     ArrayRef<StringRef>(env), "",
                     runName);
