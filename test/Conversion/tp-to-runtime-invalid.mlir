@@ -25,3 +25,29 @@ func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
   %r = tp.all_reduce sum %x over @m ["tp"] : tensor<?xf32>
   return %r : tensor<?xf32>
 }
+
+// -----
+
+// A dense_resource blob one byte longer than its type: the LLVM translation
+// would read the first 24 bytes and drop the last one without a word.
+func.func @long_blob() -> tensor<2x3xf32> {
+  // expected-error @below {{'arith.constant' op reads dense_resource 'w_blob' of 25 bytes as 'tensor<2x3xf32>', which is 24 bytes (6 elements of 4)}}
+  %w = arith.constant dense_resource<w_blob> : tensor<2x3xf32>
+  return %w : tensor<2x3xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      w_blob: "0x04000000000000000000803F0000004000004040000080400000A04000"
+    }
+  }
+#-}
+
+// -----
+
+func.func @missing_blob() -> tensor<2x3xf32> {
+  // expected-error @below {{'arith.constant' op reads dense_resource 'gone', which has no data in the file}}
+  %w = arith.constant dense_resource<gone> : tensor<2x3xf32>
+  return %w : tensor<2x3xf32>
+}

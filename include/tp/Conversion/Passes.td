@@ -32,6 +32,8 @@ def ConvertTPToRuntimePass
     elementwise `linalg.generic` sign-extends them (zero-extends `i1`, a
     bool: a max is an or, a min an and) before the call and truncates the
     result after it, so a sum wraps modulo 2^width (an `i1` sum is an xor).
+    Every `dense_resource` constant must hold exactly the bytes its type
+    needs (checked first: the LLVM translation would drop a remainder).
     Preconditions: a partitioned program (`--tp-verify-partitioned`) with a
     single `tp.mesh`.
   }];
