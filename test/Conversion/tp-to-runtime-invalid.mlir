@@ -51,3 +51,23 @@ func.func @missing_blob() -> tensor<2x3xf32> {
   %w = arith.constant dense_resource<gone> : tensor<2x3xf32>
   return %w : tensor<2x3xf32>
 }
+
+// -----
+
+// Unsigned and signed integer types: no arith extension takes them (the
+// pass used to emit an invalid arith.extsi on ui8).
+tp.mesh @m ["tp" = 4]
+func.func @unsigned_elements(%x: tensor<8xui8>) -> tensor<32xui8> {
+  // expected-error @below {{'tp.all_gather' op has element type 'ui8', which the runtime cannot communicate (integers must be signless, e.g. i8)}}
+  %r = tp.all_gather %x over @m ["tp"] dim = 0 : tensor<8xui8> -> tensor<32xui8>
+  return %r : tensor<32xui8>
+}
+
+// -----
+
+tp.mesh @m ["tp" = 4]
+func.func @signed_elements(%x: tensor<8xsi32>) -> tensor<8xsi32> {
+  // expected-error @below {{'tp.all_reduce' op has element type 'si32', which the runtime cannot communicate (integers must be signless, e.g. i32)}}
+  %r = tp.all_reduce sum %x over @m ["tp"] : tensor<8xsi32>
+  return %r : tensor<8xsi32>
+}

@@ -211,13 +211,13 @@ std::string dtypeName(Type type) {
     return "bf16";
   if (type.isF64())
     return "f64";
-  if (type.isInteger(64))
+  if (type.isSignlessInteger(64))
     return "i64";
-  if (type.isInteger(32))
+  if (type.isSignlessInteger(32))
     return "i32";
-  if (type.isInteger(8))
+  if (type.isSignlessInteger(8))
     return "i8";
-  if (type.isInteger(1))
+  if (type.isSignlessInteger(1))
     return "i1";
   return "";
 }

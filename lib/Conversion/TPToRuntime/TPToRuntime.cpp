@@ -147,6 +147,14 @@ LogicalResult Lowering::lowerCollective(Operation *op, StringRef name,
   // Integers narrower than 32 bits (i1, i8, ...) travel as i32: sign
   // extended (i1 zero extended: a bool), truncated back.
   auto narrow = dyn_cast<IntegerType>(inType.getElementType());
+  // ui8, si32, ...: arith's extensions and the runtime's entry points take
+  // signless integers only.
+  if (narrow && !narrow.isSignless())
+    return op->emitOpError()
+           << "has element type " << narrow
+           << ", which the runtime cannot communicate (integers must be "
+              "signless, e.g. i"
+           << narrow.getWidth() << ")";
   if (narrow && narrow.getWidth() >= 32)
     narrow = nullptr;
   if (narrow) {
