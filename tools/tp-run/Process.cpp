@@ -60,6 +60,14 @@ void writeFile(StringRef path, StringRef text) {
 void makeFolder(StringRef path) {
   if (std::error_code ec = llvm::sys::fs::create_directories(path))
     die("cannot create the folder '" + path + "': " + ec.message());
+  // create_directories takes anything existing of that name for success: a
+  // file, or a symbolic link loop.
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    die("cannot create the folder '" + path + "': " + ec.message());
+  if (status.type() != llvm::sys::fs::file_type::directory_file)
+    die("cannot create the folder '" + path +
+        "': a file of that name exists, which is not a folder");
 }
 
 namespace {
