@@ -18,6 +18,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #if defined(__linux__)
@@ -77,15 +78,63 @@ namespace {
 volatile sig_atomic_t runningChild = 0;
 volatile sig_atomic_t interrupted = 0;
 
+/// The folder removeAtExit removes, NUL-terminated ("" if none), in static
+/// storage for the signal handler.
+char removedFolder[4096];
+
+/// Removes the entry `name` of the folder `parent` (a file, or a folder and
+/// everything in it) with async-signal-safe calls only (openat, getdents64,
+/// unlinkat): a signal handler may run it while tp-run holds the heap's
+/// lock. Symbolic links are removed, never followed. A folder is read again
+/// until it is empty, since entries removed while reading may shift.
+void removeEntry(int parent, const char *name) {
+  if (::unlinkat(parent, name, 0) == 0 || errno != EISDIR)
+    return;
+  int fd = ::openat(parent, name,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    alignas(8) char buffer[4096];
+    bool removed = true;
+    for (int pass = 0; removed && pass < 64; ++pass) {
+      removed = false;
+      ::lseek(fd, 0, SEEK_SET);
+      long n;
+      while ((n = ::syscall(SYS_getdents64, fd, buffer, sizeof(buffer))) > 0) {
+        for (long offset = 0; offset < n;) {
+          // struct linux_dirent64: ino (8), off (8), reclen (2), type (1),
+          // then the name.
+          unsigned short length;
+          std::memcpy(&length, buffer + offset + 16, sizeof(length));
+          const char *entry = buffer + offset + 19;
+          offset += length;
+          if (std::strcmp(entry, ".") == 0 || std::strcmp(entry, "..") == 0)
+            continue;
+          removeEntry(fd, entry);
+          removed = true;
+        }
+      }
+    }
+    ::close(fd);
+  }
+  ::unlinkat(parent, name, AT_REMOVEDIR);
+}
+
 /// LLVM's interrupt hook (called from its SIGINT/SIGTERM handler, once):
-/// passes the signal on as SIGTERM, so that mpirun stops its ranks, and lets
-/// runProgram finish; with no child running, exits.
+/// with a child running, passes the signal on as SIGTERM, so that mpirun
+/// stops its ranks, and lets runProgram finish (and die); otherwise removes
+/// the temporary work folder and exits.
 void onInterrupt() {
   interrupted = 1;
-  if (runningChild > 0)
+  if (runningChild > 0) {
     ::kill(pid_t(runningChild), SIGTERM);
-  else
-    _exit(130);
+    return;
+  }
+  if (removedFolder[0])
+    removeEntry(AT_FDCWD, removedFolder);
+  static const char message[] = "tp-run: error: interrupted\n";
+  ssize_t ignored = ::write(2, message, sizeof(message) - 1);
+  (void)ignored;
+  _exit(130);
 }
 
 /// Forks and executes `argv` (argv[0] is the program's path) with `envp`,
@@ -152,6 +201,15 @@ pid_t spawn(const std::vector<char *> &argv, char *const *envp,
 
 } // namespace
 
+void removeAtExit(StringRef path) {
+  if (path.size() >= sizeof(removedFolder))
+    die("the temporary folder's path is too long: '" + path + "'");
+  std::memcpy(removedFolder, path.data(), path.size());
+  removedFolder[path.size()] = 0;
+  std::atexit([] { llvm::sys::fs::remove_directories(removedFolder); });
+  llvm::sys::SetInterruptFunction(onInterrupt);
+}
+
 int runProgram(StringRef program, llvm::ArrayRef<std::string> args,
                int timeoutSeconds,
                std::optional<llvm::ArrayRef<StringRef>> env,
@@ -213,7 +271,6 @@ int runProgram(StringRef program, llvm::ArrayRef<std::string> args,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  llvm::sys::SetInterruptFunction(nullptr);
   runningChild = 0;
   if (done < 0)
     die("cannot wait for " + name + ": " + std::strerror(errno));

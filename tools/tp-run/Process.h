@@ -10,7 +10,8 @@
 // (each rank has its own PDEATHSIG on mpirun, tp-runner.cpp), and tp-runner
 // --nproc, which stops its own. SIGINT and SIGTERM of tp-run are passed on
 // to the running child, and a child past its time limit gets SIGTERM, then
-// SIGKILL 10 s later.
+// SIGKILL 10 s later. An interrupt while no program runs ends tp-run at once
+// (exit 130), its temporary work folder removed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +37,11 @@ void writeFile(llvm::StringRef path, llvm::StringRef text);
 
 /// Creates the folder `path` and its parents; dies naming it otherwise.
 void makeFolder(llvm::StringRef path);
+
+/// Removes the folder `path` and everything in it when tp-run exits, dies,
+/// or is interrupted (SIGINT, SIGTERM) while it compiles or waits for a
+/// program. Once per run: tp-run's temporary work folder.
+void removeAtExit(llvm::StringRef path);
 
 /// Runs `program` with `args` and returns its exit code. `env`: the child's
 /// environment (default: tp-run's); `outputFile`: where its stdout and

@@ -735,7 +735,15 @@ llvm::json::Object compile(MLIRContext &context, ModuleOp parsed, int devices,
             TP_MLIR_C_RUNNER_UTILS,
             "-Wl,-rpath," +
                 llvm::sys::path::parent_path(TP_MLIR_C_RUNNER_UTILS).str()});
-  int rc = runProgram(clang, linkArgs, timeoutSeconds, std::nullopt, log);
+  // clang's temporary objects go into the model's folder: an interrupted
+  // compile leaves none in $TMPDIR.
+  std::string clangTmp = ("TMPDIR=" + dir).str();
+  std::vector<StringRef> clangEnv = {clangTmp};
+  for (char **e = environ; *e; ++e)
+    if (!StringRef(*e).starts_with("TMPDIR="))
+      clangEnv.push_back(*e);
+  int rc = runProgram(clang, linkArgs, timeoutSeconds,
+                      ArrayRef<StringRef>(clangEnv), log);
   if (rc != 0) {
     auto text = llvm::MemoryBuffer::getFile(log);
     die("clang failed building model.so" +
@@ -933,7 +941,7 @@ int main(int argc, char **argv) {
           "': " + ec.message());
     if (!keepWorkDir) {
       temporaryWork = std::string(work);
-      std::atexit([] { llvm::sys::fs::remove_directories(temporaryWork); });
+      tprun::removeAtExit(work);
     }
   } else {
     makeFolder(work);
