@@ -1007,8 +1007,19 @@ int main(int argc, char **argv) {
   // A model that declares its mesh (tp.mesh, or an upstream shard.grid)
   // runs on it: --tp, when given, must be its number of devices. (--dp
   // builds the [dp, tp] mesh @mesh itself.)
-  if (SmallVector<DeclaredMesh> meshes = declaredMeshes(*parsed);
-      !meshes.empty() && dp == 1) {
+  SmallVector<DeclaredMesh> meshes = declaredMeshes(*parsed);
+  // --dp declares the mesh @mesh ["dp", "tp"] (a model may declare it too,
+  // to pin layouts on it, compile() checks it); no other mesh fits.
+  if (dp > 1) {
+    for (const DeclaredMesh &mesh : meshes)
+      if (mesh.name != "mesh")
+        die(llvm::formatv("the model declares the mesh {0}, but --dp runs on "
+                          "a [\"dp\", \"tp\"] mesh @mesh of its own: drop "
+                          "--dp and --tp (the model's mesh says where it "
+                          "runs), or declare that mesh @mesh",
+                          mesh.text()));
+  }
+  if (!meshes.empty() && dp == 1) {
     if (meshes.size() > 1)
       die(llvm::formatv("the model declares {0} meshes ({1}, {2}{3}); tp-run "
                         "runs a model on one",
