@@ -101,6 +101,9 @@ private:
   void addArgumentNode(BlockArgument arg);
   void addOpNode(Operation *op);
   void addResultNodes(func::ReturnOp ret);
+  /// Adds the op node about to be `nodes.size()` to weightViewNodes when
+  /// it computes from weights alone without reducing.
+  void markWeightView(const Node &node);
   LogicalResult checkPins();
   void computeTokenClasses();
   void computeResidualStream();
@@ -113,6 +116,8 @@ private:
                                            bool *anyPadded = nullptr);
   double localBytes(Type type, LayoutAttr layout);
   double reshardTime(LayoutAttr from, LayoutAttr to, Value value);
+  /// Whether `from` -> `to` needs no communication (slices only).
+  bool isLocalReshard(LayoutAttr from, LayoutAttr to, Value value);
   double memoryBudget();
   std::vector<std::pair<int, int>> buildEdges(AssignmentProblem &problem);
   std::vector<int>
@@ -123,6 +128,10 @@ private:
   /// of live activation bytes under a choice (its bytes and point).
   void computeLiveIntervals();
   std::pair<double, int> activationPeak(const std::vector<int> &choice) const;
+  /// A warning (and a remark) when the plan's parameters and peak of live
+  /// activations per device exceed the device's memory, naming the largest
+  /// activation live at the peak `point` and its size.
+  void checkDeviceMemory(const std::vector<int> &choice, int point);
   /// solveExact under an absolute budget on parameters plus the liveness
   /// peak, by constraint generation (PlannerMemory.cpp).
   AssignmentSolution solveWithLiveness(AssignmentProblem &problem,
@@ -161,6 +170,11 @@ private:
   bool livenessConservative = false;
   int64_t paramDevices = 1;
   DenseSet<int> paramNodes; // nodes of parameters and constant weights
+  /// Op nodes whose results are computed from weights alone, element by
+  /// element (a transposed or reshaped weight, `1 + w`): by default they,
+  /// like the weights, are never moved between devices (a gathered
+  /// transposed table is a gathered weight), only sliced.
+  DenseSet<int> weightViewNodes;
   /// Values that may be pending sums from a contraction: results of ops
   /// with a reduction factor, and of linear ops on such values only.
   DenseSet<Value> reducedValues;

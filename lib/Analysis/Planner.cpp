@@ -20,22 +20,27 @@
 //        dimensions whose major factor it is, splitting a reduction factor
 //        makes the results (and inits) partial with the factor's combiner; a
 //        fill of an identity may also produce that partial for free; an
-//        elementwise op linear in its inputs (isSumLinear: `a + b`, a
-//        gradient sum) whose inputs may all be pending sums of contractions
-//        may also read them as partial sums and produce the partial sum;
+//        op linear in some inputs that may be pending sums of contractions
+//        (isSumLinear: `a + b`, a gradient sum, `x * w` in `x`, a sum over
+//        a loop with its init, a reshape) may also read those as partial
+//        sums and produce the partial sum;
 //        ops whose rule allows any layout (tensor.empty) list every layout;
 //      - ops without a rule: one replicated strategy, and a remark;
 //      - `tp.annotate`: one strategy with the pinned layout, and the value
 //        it pins must be *produced* in that layout;
 //      - results: pinned or replicated, or (a `tp.param` result, or one
 //        with `tp.updates`, a training step's next state) free.
-//    Large constants behave like parameters, small ones are replicated (a
-//    split of a replicated value is a free slice).
+//    Constants that are weights (ConstantWeights.h) behave like
+//    parameters, others are replicated (a split of a replicated value is a
+//    free slice).
 // 2. Edges. Every use of a value joins the producer's node and the
 //    consumer's node with a table: for each pair of strategies, the modelled
 //    time of the collectives (planReshard) that take the produced layout to
 //    the consumed one, or infinity when none can; a value with several uses
-//    goes through a fan-out node (PlannerEdges.cpp).
+//    goes through a fan-out node (PlannerEdges.cpp). Parameters, and values
+//    computed from weights alone element by element (a transposed table),
+//    are consumed as produced or sliced, never moved (unless
+//    reshard-params).
 // 3. Constraints. The memory of a strategy is the parameter bytes it keeps
 //    per device (plus, with an absolute budget, its activation bytes). The
 //    default budget is 1.1 x (total parameter bytes / number of devices the
@@ -48,6 +53,9 @@
 //    assignment of least total time within the budget.
 // 5. Result. The chosen strategies, the reshardings on the edges, the totals
 //    and the remarks make the Plan; annotateFunction writes it into the IR.
+//    A plan whose parameters and peak of live activations exceed the
+//    device's memory gets a warning naming its largest live activation
+//    (PlannerMemory.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -166,6 +174,17 @@ double PlanBuilder::reshardTime(LayoutAttr from, LayoutAttr to, Value value) {
   return time;
 }
 
+bool PlanBuilder::isLocalReshard(LayoutAttr from, LayoutAttr to, Value value) {
+  if (from == to)
+    return true;
+  FailureOr<SmallVector<CollectiveStep>> steps = planReshard(
+      from, to, cast<RankedTensorType>(value.getType()).getShape(), mesh);
+  return succeeded(steps) &&
+         llvm::all_of(*steps, [](const CollectiveStep &step) {
+           return step.kind == CollectiveKind::Slice;
+         });
+}
+
 void PlanBuilder::explainReplicated() {
   for (const Axis &axis : axes) {
     std::map<int64_t, int64_t> opsBySize;
@@ -266,7 +285,7 @@ FailureOr<Plan> PlanBuilder::run() {
     if (options.rematerialize) {
       int64_t numOps = func.getBody().front().getOperations().size();
       RematerializeStats remat = rematerializeSharedValues(
-          func, options.largeConstantBytes, 4 * numOps + 1000);
+          func, options.constantWeights, 4 * numOps + 1000);
       plan.rematerialized = remat.clones;
       if (remat.leftShared)
         plan.remarks.push_back(llvm::formatv(
@@ -484,7 +503,9 @@ FailureOr<Plan> PlanBuilder::run() {
 
   // Peak activation bytes per device along program order (what an
   // absolute budget bounds, PlannerMemory.cpp).
-  totals.activationBytesPerDevice = activationPeak(solution.choice).first;
+  auto [peak, peakPoint] = activationPeak(solution.choice);
+  totals.activationBytesPerDevice = peak;
+  checkDeviceMemory(solution.choice, peakPoint);
 
   plan.planSeconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)

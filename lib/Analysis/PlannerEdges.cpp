@@ -48,6 +48,13 @@ PlanBuilder::buildEdges(AssignmentProblem &problem) {
     const Node &prod = nodes[u];
     // Parameters are consumed as stored unless asked otherwise.
     bool paramExact = !options.reshardParams && paramNodes.contains(u);
+    // Values computed from weights alone may be sliced, never moved
+    // (unless the function returns them: a pinned result is a contract).
+    bool viewLocal =
+        !options.reshardParams && weightViewNodes.contains(u) &&
+        llvm::none_of(valueUses, [&](const std::pair<int, Input> &use) {
+          return nodes[use.first].kind == NodeKind::Result;
+        });
     unsigned resultIndex = result;
     auto resultOf = [&](size_t a) {
       return prod.strategies[a].results[resultIndex];
@@ -55,7 +62,9 @@ PlanBuilder::buildEdges(AssignmentProblem &problem) {
     auto price = [&](LayoutAttr from, LayoutAttr to, bool exact) {
       if (from == to)
         return 0.0;
-      return exact ? kInf : reshardTime(from, to, value);
+      if (exact || (viewLocal && !isLocalReshard(from, to, value)))
+        return kInf;
+      return reshardTime(from, to, value);
     };
     llvm::SetVector<LayoutAttr> produced, wanted;
     for (size_t a = 0; a < prod.strategies.size(); ++a)

@@ -83,6 +83,52 @@ PlanBuilder::activationPeak(const std::vector<int> &choice) const {
   return {peak, at};
 }
 
+void PlanBuilder::checkDeviceMemory(const std::vector<int> &choice,
+                                    int point) {
+  const DeviceProfile &device = options.device;
+  double params = plan.totals.paramBytesPerDevice;
+  double acts = plan.totals.activationBytesPerDevice;
+  if (params + acts <= device.memoryCapacity)
+    return;
+  // The largest value live at the peak.
+  int largest = -1;
+  double largestBytes = 0;
+  for (int n = 0, e = nodes.size(); n < e; ++n) {
+    if (liveFirst[n] < 0 || liveFirst[n] > point || liveLast[n] < point)
+      continue;
+    double bytes = nodes[n].strategies[choice[n]].activationBytes;
+    if (bytes > largestBytes) {
+      largest = n;
+      largestBytes = bytes;
+    }
+  }
+  std::string what;
+  if (largest >= 0) {
+    Operation *op = nodes[largest].op;
+    std::string shapes;
+    llvm::raw_string_ostream os(shapes);
+    llvm::interleaveComma(op->getResultTypes(), os);
+    std::string loc;
+    llvm::raw_string_ostream los(loc);
+    op->getLoc().print(los);
+    what = llvm::formatv("; the largest activation live at the peak is the "
+                         "result of '{0}' at {1} ({2}), {3:F0} bytes per "
+                         "device",
+                         op->getName().getStringRef(), loc, shapes,
+                         largestBytes)
+               .str();
+  }
+  std::string warning = llvm::formatv(
+      "the plan of '{0}' needs {1:F0} bytes per device ({2:F0} of parameters, "
+      "{3:F0} of live activations at their peak), more than the {4:F0} bytes "
+      "of a {5} device{6}",
+      func.getSymName(), params + acts, params, acts, device.memoryCapacity,
+      device.name, what);
+  emitWarning(largest >= 0 ? nodes[largest].op->getLoc() : func.getLoc())
+      << warning;
+  plan.remarks.push_back(warning);
+}
+
 AssignmentSolution PlanBuilder::solveWithLiveness(AssignmentProblem &problem,
                                                   const SolverOptions &opts,
                                                   double budget) {

@@ -72,6 +72,39 @@ void PlanBuilder::addArgumentNode(BlockArgument arg) {
   nodes.push_back(std::move(node));
 }
 
+void PlanBuilder::markWeightView(const Node &node) {
+  Operation *op = node.op;
+  if (isa<AnnotateOp>(op) || op->getNumResults() == 0)
+    return;
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    if (linalgOp.getNumReductionLoops() != 0)
+      return;
+  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+  bool anyWeight = false;
+  for (const Input &in : node.inputs) {
+    // An init the body does not read gives only the shape.
+    if (dps && in.slot < op->getNumOperands() &&
+        dps.isDpsInit(&op->getOpOperand(in.slot)) &&
+        !cast<linalg::LinalgOp>(op).payloadUsesValueFromOperand(
+            &op->getOpOperand(in.slot)))
+      continue;
+    auto it = producer.find(in.value);
+    if (it == producer.end())
+      return;
+    int p = it->second.first;
+    if (paramNodes.contains(p) || weightViewNodes.contains(p)) {
+      anyWeight = true;
+      continue;
+    }
+    // Data-free producers: constants, fills, empty tensors.
+    Operation *def = in.value.getDefiningOp();
+    if (!def || !isa<arith::ConstantOp, linalg::FillOp, tensor::EmptyOp>(def))
+      return;
+  }
+  if (anyWeight)
+    weightViewNodes.insert(nodes.size());
+}
+
 void PlanBuilder::addReplicatedStrategy(Node &node, StringRef why) {
   Operation *op = node.op;
   Strategy s;
@@ -107,6 +140,7 @@ void PlanBuilder::addOpNode(Operation *op) {
     node.inputs.push_back({v, unsigned(op->getNumOperands() + k)});
 
   auto finish = [&]() {
+    markWeightView(node);
     for (unsigned r = 0; r < op->getNumResults(); ++r)
       producer[op->getResult(r)] = {int(nodes.size()), r};
     nodes.push_back(std::move(node));
@@ -135,7 +169,7 @@ void PlanBuilder::addOpNode(Operation *op) {
     if (type) {
       auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
       bool splat = dense && dense.isSplat();
-      if (!splat && globalBytes(type) >= options.largeConstantBytes) {
+      if (isWeightConstant(constant, options.constantWeights)) {
         // A baked-in weight: its slices are taken at compile time.
         totalParamBytes += globalBytes(type);
         paramNodes.insert(nodes.size());
@@ -197,34 +231,53 @@ void PlanBuilder::addOpNode(Operation *op) {
   finish();
 }
 
-/// Whether `op` computes, element by element, a linear function of its
-/// inputs with no constant term: sums and differences of inputs, each
-/// scaled by values that depend on no input (`a + b`, `0.5 * (a - b)`). The
-/// sum over devices of such an op's results on per-device terms is then the
-/// op applied to the summed inputs, so partial sums may flow through it
-/// (Megatron's backward adds the partial input gradients of q, k and v, or
-/// gate and up, before one all-reduce).
-static bool isSumLinear(Operation *op) {
+/// Whether `op` computes a linear function, with no constant term, of the
+/// operands marked in `linear` (operand numbers), the other operands held
+/// fixed: sums and differences of linear terms, each scaled by values that
+/// do not depend on them (`a + b`, `0.5 * (a - b)`, `x * w` in `x`), and
+/// sums over a reduction loop of such terms (`out + x * w` with its init
+/// counted linear). The sum over devices of such an op's results on
+/// per-device terms of the linear operands (and of a read init) is then the
+/// op applied to the summed terms, so partial sums may flow through it:
+/// Megatron's backward adds the partial input gradients of q, k and v, or
+/// gate and up, before one all-reduce; a mixture of experts weights each
+/// expert's partial output and sums over the experts a token chose before
+/// one all-reduce of [tokens, hidden]. Reshapes are linear in their source.
+static bool isSumLinear(Operation *op, ArrayRef<bool> linear) {
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
+    return linear[0];
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  if (!linalgOp || linalgOp.getNumReductionLoops() != 0 ||
-      op->getNumRegions() != 1 || !linalgOp.getBlock() ||
+  if (!linalgOp || op->getNumRegions() != 1 || !linalgOp.getBlock() ||
       linalgOp.getNumDpsInputs() == 0)
     return false;
   Block *body = linalgOp.getBlock();
-  DenseSet<Value> linear;
+  DenseSet<Value> terms;
   for (OpOperand *input : linalgOp.getDpsInputOperands()) {
     if (!isa<RankedTensorType>(input->get().getType()))
       return false;
-    linear.insert(linalgOp.getMatchingBlockArgument(input));
+    if (linear[input->getOperandNumber()])
+      terms.insert(linalgOp.getMatchingBlockArgument(input));
   }
+  if (terms.empty())
+    return false;
+  // A read init accumulates: it is a term of the sum (a reduction's
+  // `out + ...`), read as a partial sum itself.
   for (OpOperand &init : linalgOp.getDpsInitsMutable())
-    if (!linalgOp.getMatchingBlockArgument(&init).use_empty())
-      return false;
+    if (!linalgOp.getMatchingBlockArgument(&init).use_empty()) {
+      if (!linear[init.getOperandNumber()])
+        return false;
+      terms.insert(linalgOp.getMatchingBlockArgument(&init));
+    }
+  if (linalgOp.getNumReductionLoops() != 0 &&
+      llvm::any_of(linalgOp.getDpsInitsMutable(), [&](OpOperand &init) {
+        return linalgOp.getMatchingBlockArgument(&init).use_empty();
+      }))
+    return false; // a reduction that overwrites: not a sum
   for (Operation &inner : body->without_terminator()) {
     unsigned numLinear = llvm::count_if(
-        inner.getOperands(), [&](Value v) { return linear.contains(v); });
+        inner.getOperands(), [&](Value v) { return terms.contains(v); });
     if (numLinear == 0) {
-      // Depends on no input: a scale factor, if anything.
+      // Depends on no term: a scale factor, if anything.
       if (inner.getNumRegions() != 0)
         return false;
       continue;
@@ -232,20 +285,20 @@ static bool isSumLinear(Operation *op) {
     bool ok = false;
     if (isa<arith::AddFOp, arith::SubFOp>(inner))
       ok = numLinear == 2;
-    else if (isa<arith::NegFOp>(inner))
+    else if (isa<arith::NegFOp, arith::ExtFOp>(inner))
       ok = true;
     else if (isa<arith::MulFOp>(inner))
       ok = numLinear == 1;
     else if (auto div = dyn_cast<arith::DivFOp>(inner))
-      ok = numLinear == 1 && linear.contains(div.getLhs());
+      ok = numLinear == 1 && terms.contains(div.getLhs());
     if (!ok)
       return false;
-    linear.insert(inner.getResult(0));
+    terms.insert(inner.getResult(0));
   }
   Operation *yield = body->getTerminator();
   return yield->getNumOperands() > 0 &&
          llvm::all_of(yield->getOperands(),
-                       [&](Value v) { return linear.contains(v); });
+                      [&](Value v) { return terms.contains(v); });
 }
 
 void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
@@ -366,19 +419,48 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
     return false;
   };
 
-  // Whether pending sums may flow through the op (isSumLinear): only
-  // where every input read may be one (a sum of partial gradients), which
-  // keeps the extra strategies, and the search, small.
-  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
-  bool linearInputs =
-      dps && isSumLinear(op) && rule.captured.empty() &&
-      llvm::all_of(node.inputs, [&](const Input &in) {
-        if (in.slot >= op->getNumOperands())
-          return false;
-        return !dps.isDpsInput(&op->getOpOperand(in.slot)) ||
-               reducedValues.contains(in.value);
-      });
-  if (linearInputs ||
+  // Which inputs may be read as pending sums (isSumLinear): those that may
+  // be one (results of contractions and of linear ops on them), all
+  // together when the op is linear in all of them (a sum of partial
+  // gradients), else each alone where the op is linear in it (a weighting
+  // `x * w` of a partial `x`); a read init goes with them. Only where
+  // some input may be a pending sum, which keeps the extra strategies,
+  // and the search, small.
+  SmallVector<SmallVector<bool>> linearSets;
+  if (rule.captured.empty() && op->getNumResults() > 0) {
+    auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+    SmallVector<bool> candidates(op->getNumOperands(), false);
+    SmallVector<bool> inits(op->getNumOperands(), false);
+    bool any = false;
+    for (const Input &in : node.inputs) {
+      if (in.slot >= op->getNumOperands())
+        continue;
+      if (dps && dps.isDpsInit(&op->getOpOperand(in.slot))) {
+        inits[in.slot] = true;
+        continue;
+      }
+      if (reducedValues.contains(in.value))
+        candidates[in.slot] = any = true;
+    }
+    auto withInits = [&](SmallVector<bool> set) {
+      for (auto [i, init] : llvm::enumerate(inits))
+        set[i] = set[i] || init;
+      return set;
+    };
+    if (any && isSumLinear(op, withInits(candidates))) {
+      linearSets.push_back(withInits(candidates));
+    } else if (any) {
+      for (unsigned i = 0; i < candidates.size(); ++i) {
+        if (!candidates[i])
+          continue;
+        SmallVector<bool> one(candidates.size(), false);
+        one[i] = true;
+        if (isSumLinear(op, withInits(one)))
+          linearSets.push_back(withInits(one));
+      }
+    }
+  }
+  if (!linearSets.empty() ||
       llvm::any_of(rule.factors, [](const Factor &f) {
         return f.kind == FactorKind::Reduction;
       }))
@@ -442,19 +524,25 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
     SmallVector<SmallVector<StringAttr>> partialVariants = {{}};
     if (rule.identityOf && !unusedAxes.empty())
       partialVariants.push_back(unusedAxes);
-    size_t linearVariant = partialVariants.size();
-    if (linearInputs && reductionAxes.empty() && !unusedAxes.empty())
-      partialVariants.push_back(unusedAxes);
+    size_t firstLinear = partialVariants.size();
+    if (reductionAxes.empty() && !unusedAxes.empty())
+      for (size_t k = 0; k < linearSets.size(); ++k)
+        partialVariants.push_back(unusedAxes);
 
     for (auto [variant, extraPartialAxes] : llvm::enumerate(partialVariants)) {
       ArrayRef<StringAttr> extraPartial = extraPartialAxes;
-      bool linear = variant == linearVariant;
+      bool linear = variant >= firstLinear;
+      ArrayRef<bool> linearSet =
+          linear ? ArrayRef<bool>(linearSets[variant - firstLinear])
+                 : ArrayRef<bool>();
       Strategy s;
       SmallVector<StringAttr> partial(reductionAxes);
       llvm::append_range(partial, extraPartial);
       ReductionKind kind =
           combiner ? *combiner : rule.identityOf.value_or(ReductionKind::Sum);
-      if (!extraPartial.empty() && combiner && *combiner != *rule.identityOf)
+      // (A linear variant splits no reduction factor: no combiner.)
+      if (!extraPartial.empty() && !linear && combiner &&
+          *combiner != *rule.identityOf)
         continue;
       s.results.resize(op->getNumResults());
       for (auto [r, mapping] : llvm::enumerate(rule.results)) {
@@ -471,12 +559,10 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
         LayoutAttr layout;
         if (in.slot < rule.operands.size() && rule.operands[in.slot]) {
           int64_t init = rule.initOf[in.slot];
-          // (A linear op's init is not read: it stays whole.)
-          bool partialInit = init >= 0 && !rule.identityOf && !linear;
-          bool partialInput =
-              linear && init < 0 &&
-              cast<DestinationStyleOpInterface>(op).isDpsInput(
-                  &op->getOpOperand(in.slot));
+          // A read init takes the results' partial state (a linear op's
+          // init is in its linear set, or not read).
+          bool partialInit = init >= 0 && !rule.identityOf;
+          bool partialInput = linear && init < 0 && linearSet[in.slot];
           layout = layoutOf(*rule.operands[in.slot], factorAxes,
                             partialInit || partialInput
                                 ? ArrayRef<StringAttr>(partial)

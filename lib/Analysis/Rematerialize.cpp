@@ -37,20 +37,9 @@ using namespace mlir::tp;
 constexpr double kSmallReduction = 1 << 16;
 
 /// Bytes of a constant's value, or 0 for a splat (one element stored).
-static int64_t storedBytes(arith::ConstantOp constant) {
-  auto type = dyn_cast<RankedTensorType>(constant.getType());
-  if (!type || !type.hasStaticShape())
-    return 0;
-  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (dense && dense.isSplat())
-    return 0;
-  // The planner's own measure of a weight baked in (PlannerNodes.cpp).
-  return type.getNumElements() * getElementBytes(type.getElementType());
-}
-
 RematerializeStats
 mlir::tp::rematerializeSharedValues(func::FuncOp func,
-                                    int64_t largeConstantBytes,
+                                    const ConstantWeightOptions &weights,
                                     int64_t maxClones) {
   RematerializeStats stats;
   if (!func.getBody().hasOneBlock())
@@ -85,7 +74,7 @@ mlir::tp::rematerializeSharedValues(func::FuncOp func,
         !isMemoryEffectFree(&op))
       continue;
     if (auto constant = dyn_cast<arith::ConstantOp>(op))
-      if (storedBytes(constant) >= largeConstantBytes)
+      if (isWeightConstant(constant, weights))
         continue; // a weight baked in: one copy, laid out like a parameter
     bool ok = true, free = true;
     for (Value v : op.getOperands())

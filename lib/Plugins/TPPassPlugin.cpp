@@ -53,7 +53,8 @@ constexpr llvm::StringLiteral kFlagNames[] = {"tp-shard",
                                               "tp-decompose-aggregates",
                                               "convert-tp-to-runtime",
                                               "tp-import-shard",
-                                              "tp-export-shard"};
+                                              "tp-export-shard",
+                                              "tp-hoist-constants"};
 
 /// The pipeline spelled by the flags seen so far, and how many times this
 /// plugin has set `--pass-pipeline` (to notice one given by the user).

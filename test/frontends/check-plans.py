@@ -9,15 +9,23 @@
  3. plan quality against Megatron-LM's hand plan (utils/megatron.py):
     where the heads divide N, the communication volume is at most
     Megatron's; where they do not, the report carries the remark that says
-    what runs replicated. Published shapes are checked with the default
+    what runs replicated, unless the plan moves no more than Megatron's
+    bytes anyway (Falcon-7B's 71 heads: the attention splits its query
+    tokens instead, nothing runs replicated). Published shapes are checked with the default
     device profile. The tiny configurations (8 tokens) are latency-bound,
     where fewer collectives beat fewer bytes, so their volume is checked
     with link-latency=0 (time proportional to bytes) and param-share=1.5
     (Megatron keeps norms and position tables whole, more than the default
-    1.1 x share of their parameters allows).
+    1.1 x share of their parameters allows), 1.75 where the kv heads do
+    not divide N (the usual practice replicates them: gemma2-tiny at N = 8
+    needs 76 KB per device that way, 1.68 x its share, over the 1.5 x of
+    68 KB).
 
 Prints one line per case and "N cases, M failed"; exits 1 on a failure.
-  check-plans.py TP_OPT INPUTS_DIR [FIXTURE ...]
+With --table, then a markdown table: per fixture and N, the volume over
+Megatron's, the collectives, and the planning seconds of the --tp-shard
+run (the solver section of its report; the default profile).
+  check-plans.py [--table] TP_OPT INPUTS_DIR [FIXTURE ...]
 """
 import glob, json, os, re, subprocess, sys, tempfile
 
@@ -73,8 +81,12 @@ def charged(fn):
 
 
 def main():
-    tp_opt, inputs = sys.argv[1], sys.argv[2]
-    fixtures = sys.argv[3:] or sorted(
+    argv = sys.argv[1:]
+    table = "--table" in argv
+    argv = [a for a in argv if a != "--table"]
+    tp_opt, inputs = argv[0], argv[1]
+    rows = {}
+    fixtures = argv[2:] or sorted(
         glob.glob(os.path.join(inputs, "*.mlir")) +
         glob.glob(os.path.join(inputs, "hf", "*", "model.mlir")))
     heads = manifest_heads(os.path.join(inputs, "MANIFEST.md"))
@@ -83,7 +95,7 @@ def main():
     for path in fixtures:
         name = os.path.basename(path)[:-5]
         if name == "model":
-            name = os.path.basename(os.path.dirname(path))
+            name = "hf/" + os.path.basename(os.path.dirname(path))
         published = not re.search(r"tiny", name)
         h, kv = heads.get(name, (None, None))
         if h is None:
@@ -105,7 +117,11 @@ def main():
             if not fn["solver"]["exact"] and "gap" not in r.stderr:
                 problems.append("inexact plan without a gap warning")
             # Quality.
-            opts = "" if published else " link-latency=0 param-share=1.5"
+            # Megatron's practice replicates kv heads that tp does not
+            # divide, which the 1.5 x share may not hold: 1.75 x there.
+            share = 1.5 if kv is None or kv % t == 0 else 1.75
+            opts = "" if published else \
+                " link-latency=0 param-share=%g" % share
             q = subprocess.run([tp_opt, path, "--tp-propagate=tp=%d report=%s%s" % (t, report, opts),
                                 "-o", os.devnull], capture_output=True, text=True)
             qfn = json.load(open(report))["functions"][0]
@@ -120,15 +136,28 @@ def main():
                 limit = KNOWN.get((name, t), 1.0)
                 if ratio > limit + 1e-9:
                     problems.append("volume %.3f x Megatron's (limit %.2f)" % (ratio, limit))
-            elif not any("does not divide" in x for x in qfn["remarks"]):
-                problems.append("heads %s/%s do not divide %d and no remark says so" % (h, kv, t))
+            elif ratio > 1.0 + 1e-9 and \
+                    not any("does not divide" in x for x in qfn["remarks"]):
+                # (A plan that splits something else, Falcon-7B's 71 heads
+                # by query tokens, and moves no more than Megatron's bytes
+                # needs no excuse.)
+                problems.append("heads %s/%s do not divide %d, volume %.3f x "
+                                "Megatron's and no remark says what ran "
+                                "replicated" % (h, kv, t, ratio))
             status = "FAIL" if problems else "ok"
             failed += bool(problems)
+            rows.setdefault(name, {})[t] = (ratio, qfn["totals"]["collectives"],
+                                            fn["solver"]["seconds"])
             print("%s %s tp=%d: ratio %.3f, %d collectives, %s%s" % (
                 status, name, t, ratio, qfn["totals"]["collectives"],
                 "exact" if fn["solver"]["exact"] else "inexact",
                 "; " + "; ".join(problems) if problems else ""))
     print("%d cases, %d failed" % (cases, failed))
+    if table:
+        print("\n| fixture | N=2 | N=4 | N=8 |\n|---|---|---|---|")
+        for name, by_n in rows.items():
+            print("| %s | %s |" % (name, " | ".join(
+                "%.2f, %d, %.2f s" % by_n[t] for t in (2, 4, 8))))
     sys.exit(1 if failed else 0)
 
 

@@ -166,6 +166,106 @@ FIXTURES = [
                  "num_hidden_layers": 12, "intermediate_size": 3072,
                  "vocab_size": 30522, "max_position_embeddings": 512,
                  "type_vocab_size": 2, "layer_norm_eps": 1e-12}),
+    # --- families of issue 28 (test/frontends/export_families.py) ---------
+    # Tiny: the same sizes as above, 2 layers.
+    dict(name="falcon-tiny", kind="tiny", model="FalconForCausalLM",
+         tool="families",
+         config={"hidden_size": 64, "num_attention_heads": 8,
+                 "num_hidden_layers": 2, "vocab_size": 256,
+                 "max_position_embeddings": 64, "multi_query": True,
+                 "parallel_attn": True, "new_decoder_architecture": False,
+                 "bias": False, "alibi": False,
+                 "bos_token_id": 1, "eos_token_id": 2}),
+    dict(name="mixtral-tiny", kind="tiny", model="MixtralForCausalLM",
+         tool="families", experts="batched_mm",
+         config={"hidden_size": 64, "num_attention_heads": 8,
+                 "num_key_value_heads": 2, "head_dim": 8,
+                 "num_hidden_layers": 2, "intermediate_size": 128,
+                 "vocab_size": 256, "max_position_embeddings": 64,
+                 "num_local_experts": 4, "num_experts_per_tok": 2,
+                 "bos_token_id": 1, "eos_token_id": 2}),
+    dict(name="qwen3-tiny", kind="tiny", model="Qwen3ForCausalLM",
+         tool="families",
+         config={"hidden_size": 64, "num_attention_heads": 8,
+                 "num_key_value_heads": 2, "head_dim": 8,
+                 "num_hidden_layers": 2, "intermediate_size": 128,
+                 "vocab_size": 256, "max_position_embeddings": 64,
+                 "bos_token_id": 1, "eos_token_id": 2}),
+    dict(name="gpt-neox-tiny", kind="tiny", model="GPTNeoXForCausalLM",
+         tool="families",
+         config={"hidden_size": 64, "num_attention_heads": 8,
+                 "num_hidden_layers": 2, "intermediate_size": 128,
+                 "vocab_size": 256, "max_position_embeddings": 64,
+                 "partial_rotary_factor": 0.25,
+                 "bos_token_id": 0, "eos_token_id": 0}),
+    dict(name="phi-tiny", kind="tiny", model="PhiForCausalLM",
+         tool="families",
+         config={"hidden_size": 64, "num_attention_heads": 8,
+                 "num_hidden_layers": 2, "intermediate_size": 128,
+                 "vocab_size": 256, "max_position_embeddings": 64,
+                 "partial_rotary_factor": 0.5,
+                 "bos_token_id": 1, "eos_token_id": 2}),
+    dict(name="gemma2-tiny", kind="tiny", model="Gemma2ForCausalLM",
+         tool="families",
+         config={"hidden_size": 64, "num_attention_heads": 8,
+                 "num_key_value_heads": 4, "head_dim": 8,
+                 "num_hidden_layers": 2, "intermediate_size": 128,
+                 "vocab_size": 256, "max_position_embeddings": 64,
+                 "sliding_window": 4, "final_logit_softcapping": 30.0,
+                 "attn_logit_softcapping": 50.0, "query_pre_attn_scalar": 8,
+                 "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 1}),
+    dict(name="gpt2-onnx-tiny", kind="tiny", model="GPT2LMHeadModel",
+         tool="families", route="onnx",
+         config={"n_embd": 64, "n_head": 8, "n_layer": 1, "n_inner": 128,
+                 "vocab_size": 256, "n_positions": 64,
+                 "bos_token_id": 0, "eos_token_id": 0}),
+    # Published shapes, 1 layer, 128 tokens (IR only).
+    dict(name="falcon-7b-l1", kind="published", model="FalconForCausalLM",
+         tool="families", seq=128, layers=1, source="tiiuae/falcon-7b",
+         config={"hidden_size": 4544, "num_attention_heads": 71,
+                 "num_hidden_layers": 32, "vocab_size": 65024,
+                 "max_position_embeddings": 2048, "multi_query": True,
+                 "parallel_attn": True, "new_decoder_architecture": False,
+                 "bias": False, "alibi": False,
+                 "bos_token_id": 11, "eos_token_id": 11}),
+    dict(name="mixtral-8x7b-l1", kind="published",
+         model="MixtralForCausalLM", tool="families", experts="batched_mm",
+         seq=128, layers=1, source="mistralai/Mixtral-8x7B-v0.1",
+         config={"hidden_size": 4096, "num_attention_heads": 32,
+                 "num_key_value_heads": 8, "head_dim": 128,
+                 "num_hidden_layers": 32, "intermediate_size": 14336,
+                 "vocab_size": 32000, "max_position_embeddings": 32768,
+                 "num_local_experts": 8, "num_experts_per_tok": 2,
+                 "rms_norm_eps": 1e-5, "rope_theta": 1e6}),
+    dict(name="qwen3-8b-l1", kind="published", model="Qwen3ForCausalLM",
+         tool="families", seq=128, layers=1, source="Qwen/Qwen3-8B",
+         config={"hidden_size": 4096, "num_attention_heads": 32,
+                 "num_key_value_heads": 8, "head_dim": 128,
+                 "num_hidden_layers": 36, "intermediate_size": 12288,
+                 "vocab_size": 151936, "max_position_embeddings": 40960,
+                 "rms_norm_eps": 1e-6, "rope_theta": 1e6,
+                 "tie_word_embeddings": False}),
+    dict(name="pythia-6.9b-l1", kind="published", model="GPTNeoXForCausalLM",
+         tool="families", seq=128, layers=1, source="EleutherAI/pythia-6.9b",
+         config={"hidden_size": 4096, "num_attention_heads": 32,
+                 "num_hidden_layers": 32, "intermediate_size": 16384,
+                 "vocab_size": 50432, "max_position_embeddings": 2048,
+                 "partial_rotary_factor": 0.25}),
+    dict(name="phi-2-l1", kind="published", model="PhiForCausalLM",
+         tool="families", seq=128, layers=1, source="microsoft/phi-2",
+         config={"hidden_size": 2560, "num_attention_heads": 32,
+                 "num_hidden_layers": 32, "intermediate_size": 10240,
+                 "vocab_size": 51200, "max_position_embeddings": 2048,
+                 "partial_rotary_factor": 0.4}),
+    dict(name="gemma2-9b-l1", kind="published", model="Gemma2ForCausalLM",
+         tool="families", seq=128, layers=1, source="google/gemma-2-9b",
+         config={"hidden_size": 3584, "num_attention_heads": 16,
+                 "num_key_value_heads": 8, "head_dim": 256,
+                 "num_hidden_layers": 42, "intermediate_size": 14336,
+                 "vocab_size": 256000, "max_position_embeddings": 8192,
+                 "sliding_window": 4096, "final_logit_softcapping": 30.0,
+                 "attn_logit_softcapping": 50.0,
+                 "query_pre_attn_scalar": 256}),
     # --- JAX: StableHLO converted to linalg by IREE's input pipeline -------
     dict(name="gpt2-jax-tiny", kind="jax", model="GPT2LMHeadModel",
          weights_of="gpt2-tiny",
@@ -248,6 +348,23 @@ print("saved", folder, shards)
 def export(python, fx, jax_python=None):
     tp_import = "utils/tp-import"
     name = fx["name"]
+    if fx.get("tool") == "families":
+        out = os.path.join(INPUTS, name)
+        cmd = [python, "test/frontends/export_families.py",
+               fx.get("route", "torch"), fx["model"],
+               "--config-json", json_arg(fx["config"])]
+        if fx.get("experts"):
+            cmd += ["--experts", fx["experts"]]
+        if fx["kind"] == "tiny":
+            cmd += ["--seq", str(TINY_SEQ), "-o", rel(out + ".mlir"),
+                    "--reference", rel(out + ".ref.safetensors")]
+            if fx.get("route") != "onnx":
+                cmd += ["--weights", rel(out + ".safetensors")]
+        else:
+            cmd += ["--seq", str(fx["seq"]), "--layers", str(fx["layers"]),
+                    "-o", rel(out + ".mlir")]
+        run(cmd)
+        return
     if fx["kind"] == "jax":
         # After gpt2-tiny: the same weights, checked against its reference.
         jax_python = pick_jax_python(jax_python)
@@ -371,7 +488,7 @@ def model_dims(fx):
     g = lambda *ks: next((c[k] for k in ks if k in c), None)
     hidden = g("hidden_size", "n_embd")
     heads = g("num_attention_heads", "n_head")
-    kv = g("num_key_value_heads") or heads
+    kv = g("num_key_value_heads") or (1 if c.get("multi_query") else heads)
     head_dim = g("head_dim") or hidden // heads
     inter = g("intermediate_size", "ffn_dim", "n_inner") or 4 * hidden
     layers = fx.get("layers") or g("num_hidden_layers", "n_layer")
@@ -404,7 +521,44 @@ NOTES = {
                        "(dense+gelu+LN, decoder tied to "
                        "`bert.embeddings.word_embeddings.weight`, bias "
                        "`cls.predictions.bias`).",
+    "FalconForCausalLM": "multi-query: one fused `query_key_value` "
+                         "[(heads + 2) * head_dim, H] viewed as [tokens, "
+                         "heads + 2, head_dim], q sliced, k and v gathered "
+                         "at constant indices (`x[..., [-2], :]`); parallel "
+                         "attention and MLP; lm_head tied to "
+                         "`transformer.word_embeddings.weight`.",
+    "MixtralForCausalLM": "GQA attention; mixture of experts (top-2 of the "
+                          "config's experts) as transformers' batched_mm: "
+                          "the router's top-k as k rounds of max and mask, "
+                          "each (token, choice) gathers its expert's fused "
+                          "`gate_up_proj` [2I, H] and `down_proj` [H, I] "
+                          "out of the [experts, ...] stacks, batched "
+                          "matmuls, gate | up sliced, weighted and summed "
+                          "over the choices.",
+    "Qwen3ForCausalLM": "GQA with per-head RMSNorm of q and k (q_norm, "
+                        "k_norm [head_dim]).",
+    "GPTNeoXForCausalLM": "per-head fused `query_key_value` [heads * 3 * "
+                          "head_dim, H] (q, k, v interleaved per head); "
+                          "partial rotary (25%); parallel residual (attention "
+                          "and MLP read the same input, one sum).",
+    "PhiForCausalLM": "partial rotary (50%); attention and MLP in parallel "
+                      "on one LayerNorm; biases everywhere, lm_head with a "
+                      "bias.",
+    "Gemma2ForCausalLM": "GQA, alternating sliding-window and global "
+                         "attention, attention-logit and final-logit "
+                         "soft-capping (tanh), four norms per layer, "
+                         "GeGLU (gelu-tanh, exact constant), lm_head tied "
+                         "to `model.embed_tokens.weight`.",
 }
+
+
+ONNX_NOTE = ("torch.onnx.export (dynamo) then torch-mlir's ONNX importer: no "
+             "tp.param arguments; the weights are `dense_resource` constants "
+             "named after their ONNX initializers (`_m.transformer.h.0.attn."
+             "c_attn.weight`), the position lookup and the causal mask folded "
+             "into constants by the exporter, lm_head tied (one constant "
+             "gathered from and multiplied with); the weights run from a "
+             "checkpoint after `--tp-hoist-constants`.")
 
 
 JAX_NOTE = ("plain linalg/tensor/arith/math from IREE's StableHLO input "
@@ -464,6 +618,21 @@ def contract(fx, dims, tokens, batch, seq, results):
                      "embedding, vocab-parallel")
     if fx["model"] == "OPTForCausalLM":
         lines.append("learned position table replicated")
+    if fx["model"] == "FalconForCausalLM":
+        lines.append("fused `query_key_value` of unequal parts (q: heads * "
+                     "head_dim rows, k and v: head_dim each): q split by "
+                     "heads, the one k/v head replicated (tp-opt: one "
+                     "`tp.source` argument per part)")
+    if fx["model"] == "MixtralForCausalLM":
+        lines.append("experts: Megatron's expert-tensor-parallel plan, each "
+                     "expert's gate/up column-parallel and down row-parallel "
+                     "(the stacks split by the intermediate dimension), one "
+                     "all-reduce of [%d, %d] after the weighted sum over the "
+                     "choices; the router replicated" % (tokens, H))
+    if fx.get("route") == "onnx":
+        lines.append("weights baked in as constants: the same plan, each "
+                     "constant laid out like the parameter it is (the fused "
+                     "`c_attn` constant cut into q, k, v)")
     for tp in (2, 4, 8):
         bad = []
         if dims["heads"] % tp:
@@ -528,6 +697,9 @@ def write_manifest():
                 "tiny": "tiny (numerics: weights + PyTorch reference)",
                 "published": "published shape (plan quality; no weights)",
                 "hf": "Hugging Face folder (bf16, two shards) + f32 import"}
+        if fx.get("route") == "onnx":
+            kind = dict(kind, tiny="tiny (numerics: PyTorch reference; the "
+                        "weights are constants of the program)")
         out.append("- kind: " + kind[fx["kind"]])
         if fx["kind"] == "jax":
             out.append("- model: GPT-2 in jax.numpy (test/frontends/"
@@ -550,6 +722,7 @@ def write_manifest():
         out.append("- files: " + ", ".join("`%s` %s" % (f, human(s))
                                           for f, s in files))
         out.append("- IR: " + (JAX_NOTE if fx["kind"] == "jax" else
+                               ONNX_NOTE if fx.get("route") == "onnx" else
                                NOTES.get(fx["model"], "")))
         out.append("- Megatron hand plan:")
         out += ["  - " + l for l in contract(fx, dims, tokens, batch, seq,

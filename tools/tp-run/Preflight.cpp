@@ -163,6 +163,40 @@ struct Plan {
   std::vector<std::string> argumentLayouts;
 };
 
+struct Target {
+  tp::DeviceProfile profile;
+  double memory;
+};
+
+Target getTarget() {
+  auto profile = tp::DeviceProfile::lookup(deviceName);
+  if (!profile)
+    die("unknown --device '" + deviceName + "' (known: " +
+        llvm::join(tp::DeviceProfile::names(), ", ") + ")");
+  double memory = profile->memoryCapacity;
+  if (!memoryOption.empty()) {
+    StringRef text = memoryOption;
+    double scale = 1;
+    if (text.consume_back_insensitive("gib"))
+      scale = 1024.0 * 1024 * 1024;
+    else if (text.consume_back_insensitive("gb"))
+      scale = 1e9;
+    double value;
+    if (text.trim().getAsDouble(value) || !(value > 0) ||
+        !std::isfinite(value * scale))
+      die("--memory-per-device '" + memoryOption +
+          "' is not a positive number of bytes");
+    memory = value * scale;
+  }
+  if (!optimizer.empty() && optimizer != "adam" && optimizer != "sgd")
+    die("--optimizer '" + optimizer + "' is not adam or sgd");
+  if (optimizerShards < 1)
+    die("--optimizer-shards must be at least 1");
+  if (maxTP.getNumOccurrences() && maxTP < 1)
+    die(formatv("--max-tp {0} must be at least 1", int(maxTP)));
+  return {*profile, memory};
+}
+
 /// Runs --tp-shard on a copy of `module` for `tp` devices on the profile and
 /// reads its report; nullopt when the planner fails, with its errors in
 /// `errors` (one line each).
@@ -174,7 +208,8 @@ std::optional<Plan> tryPlan(ModuleOp module, int tp, StringRef dir,
   auto pm = PassManager::on<ModuleOp>(context);
   tprun::addShardPipeline(
       pm,
-      formatv("tp={0} device={1} {2}", tp, deviceName.getValue(), extraOptions)
+      formatv("tp={0} device={1} device-memory={2:F0} {3}", tp,
+              deviceName.getValue(), getTarget().memory, extraOptions)
           .str(),
       report);
   errors.clear();
@@ -281,40 +316,6 @@ Memory memoryOf(const Plan &p, double bytesPerParam, const GenHeader &h) {
     // A hand-written module: every value the forward produces is kept.
     m.activations = p.allActivationBytes;
   return m;
-}
-
-struct Target {
-  tp::DeviceProfile profile;
-  double memory;
-};
-
-Target getTarget() {
-  auto profile = tp::DeviceProfile::lookup(deviceName);
-  if (!profile)
-    die("unknown --device '" + deviceName + "' (known: " +
-        llvm::join(tp::DeviceProfile::names(), ", ") + ")");
-  double memory = profile->memoryCapacity;
-  if (!memoryOption.empty()) {
-    StringRef text = memoryOption;
-    double scale = 1;
-    if (text.consume_back_insensitive("gib"))
-      scale = 1024.0 * 1024 * 1024;
-    else if (text.consume_back_insensitive("gb"))
-      scale = 1e9;
-    double value;
-    if (text.trim().getAsDouble(value) || !(value > 0) ||
-        !std::isfinite(value * scale))
-      die("--memory-per-device '" + memoryOption +
-          "' is not a positive number of bytes");
-    memory = value * scale;
-  }
-  if (!optimizer.empty() && optimizer != "adam" && optimizer != "sgd")
-    die("--optimizer '" + optimizer + "' is not adam or sgd");
-  if (optimizerShards < 1)
-    die("--optimizer-shards must be at least 1");
-  if (maxTP.getNumOccurrences() && maxTP < 1)
-    die(formatv("--max-tp {0} must be at least 1", int(maxTP)));
-  return {*profile, memory};
 }
 
 /// The model dimensions the checklist divides by tp, from the tp-gen header.
@@ -838,12 +839,22 @@ int runChecklist(ModuleOp module, const tprun::PreflightInputs &in,
           : formatv("weights {0} + peak activations {1}", gb(m.weights),
                     gb(m.activations))
                 .str();
+  // The planner names the largest activation when the plan does not fit
+  // the device's memory; worth repeating when the weights alone fit.
+  std::string largest;
+  for (const std::string &remark : full.remarks) {
+    if (m.weights > target.memory)
+      break;
+    size_t at = remark.find("the largest activation live at the peak");
+    if (at != std::string::npos)
+      largest = "; " + remark.substr(at);
+  }
   rows.push_back({"peak memory per device",
                   used > 1 ? "FAIL" : used > 0.9 ? "warn" : "pass",
                   formatv("{0} = {1} of {2} ({3:f1}%, {4} B per parameter "
-                          "element){5}",
+                          "element){5}{6}",
                           parts, gb(m.total()), gb(target.memory), 100 * used,
-                          bpp,
+                          bpp, used > 1 ? largest : "",
                           used > 1 ? "; try --tp auto" : "")
                       .str()});
 

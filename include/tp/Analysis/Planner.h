@@ -12,6 +12,7 @@
 #ifndef TP_ANALYSIS_PLANNER_H
 #define TP_ANALYSIS_PLANNER_H
 
+#include "tp/Analysis/ConstantWeights.h"
 #include "tp/Analysis/CostModel.h"
 #include "tp/Dialect/TP/IR/TPOps.h"
 
@@ -44,8 +45,10 @@ struct PlannerOptions {
   /// tensor parallelism; by default a parameter is consumed in the layout
   /// it is stored in).
   bool reshardParams = false;
-  /// Constants of at least this many bytes are treated like parameters.
-  int64_t largeConstantBytes = 1 << 20;
+  /// Constants that are weights (ConstantWeights.h: any of at least
+  /// `largeBytes`, or used as a weight and of at least `weightBytes`) are
+  /// treated like parameters.
+  ConstantWeightOptions constantWeights;
   /// Copy cheap shared values per consumer first (Rematerialize.h).
   bool rematerialize = true;
   /// Split fused weights into their pieces first (FusedParams.h).

@@ -15,6 +15,8 @@
 #ifndef TP_ANALYSIS_REMATERIALIZE_H
 #define TP_ANALYSIS_REMATERIALIZE_H
 
+#include "tp/Analysis/ConstantWeights.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <cstdint>
@@ -31,14 +33,14 @@ struct RematerializeStats {
 /// Gives every *cheap* value of `func`'s body one copy per consuming op.
 /// Cheap: the result of a side-effect-free op on tensors whose inputs are
 /// cheap values, scalars or non-parameter arguments, that reads no parameter
-/// and no constant of `largeConstantBytes` or more (those are weights), and
+/// and no weight constant (isWeightConstant with `weights`), and
 /// that reduces nothing unless it depends on no argument at all and reduces
 /// over at most 2^16 points (a fill, an empty tensor, an iota, a mask from
 /// compare/select, a broadcast of a small constant). `tp.annotate` results are never copied (a pin stays one
 /// value). At most `maxClones` ops are cloned in all (a guard against
 /// pathological graphs; what is left shared is counted).
 RematerializeStats rematerializeSharedValues(func::FuncOp func,
-                                             int64_t largeConstantBytes,
+                                             const ConstantWeightOptions &weights,
                                              int64_t maxClones);
 
 } // namespace mlir::tp

@@ -87,6 +87,24 @@ SmallVector<Value> mlir::tp::getCapturedTensors(Operation *op) {
   return captured.takeVector();
 }
 
+std::string mlir::tp::getArgumentName(FunctionOpInterface fn,
+                                     unsigned index) {
+  if (auto name = fn.getArgAttrOfType<StringAttr>(
+          index, TPDialect::getNameAttrName()))
+    return name.getValue().str();
+  if (!fn.isExternal())
+    if (auto loc = dyn_cast<NameLoc>(fn.getArgument(index).getLoc()))
+      return loc.getName().str();
+  return "arg" + std::to_string(index);
+}
+
+void mlir::tp::nameArguments(FunctionOpInterface fn) {
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+    if (!fn.getArgAttr(i, TPDialect::getNameAttrName()))
+      fn.setArgAttr(i, TPDialect::getNameAttrName(),
+                    StringAttr::get(fn->getContext(), getArgumentName(fn, i)));
+}
+
 bool mlir::tp::isEvenlyDivisible(ArrayRef<int64_t> globalShape,
                                  LayoutAttr layout, MeshOp mesh) {
   for (int64_t d = 0, e = globalShape.size(); d < e; ++d) {

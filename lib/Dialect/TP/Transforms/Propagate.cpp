@@ -239,6 +239,14 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
     }
     if (memoryBandwidth > 0)
       profile->memoryBandwidth = memoryBandwidth;
+    if (!deviceMemory.empty()) {
+      std::optional<double> bytes = parseBytes(deviceMemory);
+      if (!bytes)
+        return emitError(module.getLoc())
+               << "tp-propagate: device-memory='" << deviceMemory
+               << "' is not a positive number of bytes";
+      profile->memoryCapacity = *bytes;
+    }
     options.device = *profile;
 
     if (paramShare < 1.0)
@@ -274,7 +282,12 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
       return emitError(module.getLoc()) << "tp-propagate: large-constant-bytes="
                                 << int64_t(largeConstantBytes)
                                 << " must be at least 1";
-    options.largeConstantBytes = largeConstantBytes;
+    if (weightConstantBytes < 1)
+      return emitError(module.getLoc())
+             << "tp-propagate: weight-constant-bytes="
+             << int64_t(weightConstantBytes) << " must be at least 1";
+    options.constantWeights.largeBytes = largeConstantBytes;
+    options.constantWeights.weightBytes = weightConstantBytes;
     options.splitFusedParams = splitFusedParams;
     options.rematerialize = rematerialize;
     options.dataAxesOnBatch = dataAxesOnBatch;

@@ -26,15 +26,24 @@ void mlir::tp::buildShardPipeline(OpPassManager &pm,
   propagate.peakFlops = options.peakFlops;
   propagate.memoryBandwidth = options.memoryBandwidth;
   propagate.memoryBudget = options.memoryBudget;
+  propagate.deviceMemory = options.deviceMemory;
   propagate.paramShare = options.paramShare;
   propagate.sequenceParallel = options.sequenceParallel;
   propagate.allowPadding = options.allowPadding;
   propagate.reshardParams = options.reshardParams;
   propagate.largeConstantBytes = options.largeConstantBytes;
+  propagate.weightConstantBytes = options.weightConstantBytes;
   propagate.splitFusedParams = options.splitFusedParams;
   propagate.rematerialize = options.rematerialize;
   propagate.dataAxesOnBatch = options.dataAxesOnBatch;
   propagate.report = options.report;
+  if (!options.hoistConstants.empty()) {
+    HoistConstantsPassOptions hoist;
+    hoist.file = options.hoistConstants;
+    hoist.largeConstantBytes = options.largeConstantBytes;
+    hoist.weightConstantBytes = options.weightConstantBytes;
+    pm.addPass(createHoistConstantsPass(hoist));
+  }
   // Upstream shard annotations become pins; no-op without shard ops.
   pm.addPass(createImportShardPass());
   if (options.reportCallback)

@@ -9,6 +9,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -45,6 +46,16 @@ SmallVector<int64_t> getLocalShape(ArrayRef<int64_t> globalShape,
 /// `op` (e.g. the table a linalg body gathers from), in first-use order.
 /// The planner records their layouts in `tp.captured_layouts`.
 SmallVector<Value> getCapturedTensors(Operation *op);
+
+/// The name a user addresses argument `index` of `fn` by: its `tp.name`,
+/// else its NameLoc, else `arg<index>` (docs/model-abi.md).
+std::string getArgumentName(FunctionOpInterface fn, unsigned index);
+
+/// Writes the name getArgumentName gives each argument today into its
+/// `tp.name` where it has none, so that every argument keeps the name of
+/// the user's signature when a transformation inserts, splits or removes
+/// arguments before it (a fused weight's pieces, hoisted constants).
+void nameArguments(FunctionOpInterface fn);
 
 /// True when every split dimension of `globalShape` divides evenly.
 bool isEvenlyDivisible(ArrayRef<int64_t> globalShape, LayoutAttr layout,

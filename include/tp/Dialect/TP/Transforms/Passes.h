@@ -68,6 +68,9 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
   Option<double> memoryBandwidth{*this, "memory-bandwidth",
                                  llvm::cl::desc("Override: memory bytes/s"),
                                  llvm::cl::init(0)};
+  Option<std::string> deviceMemory{
+      *this, "device-memory",
+      llvm::cl::desc("Override: bytes of device memory"), llvm::cl::init("")};
   Option<std::string> memoryBudget{
       *this, "memory-budget",
       llvm::cl::desc("Per-device budget in bytes, or 'none'"),
@@ -89,6 +92,11 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
       *this, "large-constant-bytes",
       llvm::cl::desc("Constants this large are planned like parameters"),
       llvm::cl::init(1 << 20)};
+  Option<int64_t> weightConstantBytes{
+      *this, "weight-constant-bytes",
+      llvm::cl::desc("Constants used as weights and this large are planned "
+                     "like parameters"),
+      llvm::cl::init(4096)};
   Option<bool> rematerialize{
       *this, "rematerialize",
       llvm::cl::desc("Copy cheap shared values per consumer before planning"),
@@ -102,6 +110,12 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
       *this, "split-fused-params",
       llvm::cl::desc("Split fused weights into their pieces (tp.source)"),
       llvm::cl::init(true)};
+  Option<std::string> hoistConstants{
+      *this, "hoist-constants",
+      llvm::cl::desc("First turn the weights baked in as constants into "
+                     "tp.param arguments, their values written to this "
+                     "safetensors file (tp-hoist-constants)"),
+      llvm::cl::init("")};
   Option<std::string> report{*this, "report",
                              llvm::cl::desc("JSON plan report file"),
                              llvm::cl::init("")};

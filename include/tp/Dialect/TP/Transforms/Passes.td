@@ -66,6 +66,9 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
            "Override: FLOP/s (16-bit; f32 is scaled by the profile's ratio)">,
     Option<"memoryBandwidth", "memory-bandwidth", "double", /*default=*/"0",
            "Override: bytes/s of device memory">,
+    Option<"deviceMemory", "device-memory", "std::string", /*default=*/"\"\"",
+           "Override: bytes of device memory (suffixes K, M, G, Ki, Mi, Gi); "
+           "a plan needing more gets a warning naming its largest activation">,
     Option<"memoryBudget", "memory-budget", "std::string", /*default=*/"\"\"",
            "Per-device memory budget over parameters and activations, in "
            "bytes (suffixes K, M, G, Ki, Mi, Gi allowed), or 'none'; default: "
@@ -87,6 +90,11 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
            "Non-splat constants of at least this many bytes are weights baked "
            "in by a front end: planned like parameters (each device slices "
            "its block at run time)">,
+    Option<"weightConstantBytes", "weight-constant-bytes", "int64_t",
+           /*default=*/"4096",
+           "Non-splat constants of at least this many bytes that the program "
+           "uses as weights (read along a contraction, or gathered from by "
+           "data) are planned like parameters; smaller ones stay replicated">,
     Option<"rematerialize", "rematerialize", "bool", /*default=*/"true",
            "Give each consumer of a cheap shared value (a fill, an empty "
            "tensor, a mask) its own copy before planning">,
@@ -174,6 +182,54 @@ def OptimizeCollectivesPass
            "(0: never merge)">
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def HoistConstantsPass : Pass<"tp-hoist-constants", "::mlir::ModuleOp"> {
+  let summary = "Turn weights baked in as constants into parameters";
+  let description = [{
+    Front ends that bake the weights into the program (torch-mlir's ONNX
+    importer, TF imports: `dense` and `dense_resource` constants) give a
+    model that every device holds whole. This pass turns each constant that
+    is a weight (the planner's test, `include/tp/Analysis/ConstantWeights.h`:
+    any non-splat constant of at least `large-constant-bytes`, or one of at
+    least `weight-constant-bytes` that the program reads along a
+    contraction or gathers from by data) into a `tp.param` argument,
+    appended after the function's arguments, and writes the values to the
+    safetensors file `file` under the argument's `tp.name`: the resource's
+    name for a `dense_resource`, else the constant's location when it is a
+    name, else `constant<K>` (K counting the hoisted constants); names are
+    made unique with a `.<K>` suffix. Equal constants become one argument.
+    The function's own arguments first get the names a user addresses them
+    by (`tp.name`, NameLoc, `arg<N>`). Then `tp-run model.mlir --checkpoint
+    FILE` runs the model with its weights sliced per device like any other.
+
+    ```mlir
+    // before
+    func.func @main(%x: tensor<8x64xf32>) -> tensor<8x192xf32> {
+      %w = arith.constant dense_resource<c_attn_weight> : tensor<64x192xf32>
+      %y = linalg.matmul ins(%x, %w : ...) outs(...)
+    // after (file holds "c_attn_weight")
+    func.func @main(%x: tensor<8x64xf32> {tp.name = "arg0"},
+                    %w: tensor<64x192xf32> {tp.name = "c_attn_weight", tp.param})
+    ```
+
+    Functions that are called in the module (their signature is not the
+    model's boundary) are left alone. An elided resource (`dense_resource<
+    __elided__>`) is an error naming the constant.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"\"",
+           "The safetensors file the hoisted values are written to "
+           "(required)">,
+    Option<"largeConstantBytes", "large-constant-bytes", "int64_t",
+           /*default=*/"1048576",
+           "Non-splat constants of at least this many bytes are hoisted">,
+    Option<"weightConstantBytes", "weight-constant-bytes", "int64_t",
+           /*default=*/"4096",
+           "Constants used as weights and of at least this many bytes are "
+           "hoisted">
+  ];
+  let dependentDialects = ["::mlir::tp::TPDialect"];
 }
 
 def VerifyPartitionedPass : Pass<"tp-verify-partitioned", "::mlir::ModuleOp"> {

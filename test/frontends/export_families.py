@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""Exports the model families of issue 28 (test/frontends/export.py runs it
+for the fixtures whose "tool" is this script; README.md lists them).
+
+  export_families.py torch MODEL_CLASS --config-json JSON --seq N
+      [--layers K] [--experts batched_mm] -o OUT.mlir
+      [--weights W.safetensors] [--reference R.safetensors]
+  export_families.py onnx MODEL_CLASS --config-json JSON --seq N
+      -o OUT.mlir --reference R.safetensors
+
+`torch`: torch.export of a `functional_call` wrapper (weights as `tp.param`
+arguments named after the PyTorch parameters, as utils/tp-import does),
+then torch-mlir's FX importer to linalg-on-tensors. Decompositions applied
+before torch-mlir, each because torch-mlir 20261001 has no upstream-MLIR
+lowering that is right:
+  * cumsum (transformers 5's packed-sequence check): `tm_tensor.scan`;
+  * topk (mixture-of-experts routers): `tm_tensor.sort`; here k rounds of
+    max and mask (ties go to the lowest index, as torch.topk on distinct
+    values);
+  * gelu(approximate="tanh"): torch-mlir writes sqrt(2/pi) as 0.7977240
+    (1e-5 to 5e-5 off PyTorch); here the formula with the exact constant.
+Mixture-of-experts models use transformers' `experts_implementation=
+"batched_mm"` (--experts): the default counts tokens with `histc`, which
+torch-mlir cannot lower, and its loop over `nonzero()` does not export.
+
+`onnx`: torch.onnx.export (the dynamo exporter, static shapes), then
+torch-mlir's ONNX importer and its onnx-to-torch and torch-to-linalg
+pipelines: the weights arrive as constants, not arguments. The importer
+writes each initializer as a `dense_resource` named after it; torch-mlir's
+`onnx.Constant` conversion copies every resource into an inline `dense`
+attribute, which loses the names, so float resources are first written
+as `torch.vtensor.literal(dense_resource<...>)` (what that conversion
+produces, resource kept). transformers' packed-sequence check (aten.diff,
+no ONNX export) is skipped: one unpacked sequence, as here, never is one.
+
+Random init from the config (torch.manual_seed(0)); input ids
+torch.randint(0, vocab, (1, seq)) from a generator seeded with 0. Needs
+torch, torch-mlir, transformers, safetensors (and onnx, onnxscript for
+`onnx`): a developer-machine tool; CI reads the committed files.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import shlex
+import sys
+
+SEED = 0
+
+
+def decompositions(torch):
+    def cumsum(x, dim, dtype=None):
+        if dtype is not None:
+            x = x.to(dtype)
+        elif not x.is_floating_point():
+            x = x.to(torch.int64)
+        if x.dim() == 0:
+            return x.clone()
+        dim = dim % x.dim()
+        n = x.shape[dim]
+        xt = x.movedim(dim, -1)
+        idx = torch.arange(n, device=x.device)
+        mask = (idx.unsqueeze(1) >= idx.unsqueeze(0)).to(xt.dtype)
+        return (xt.unsqueeze(-2) * mask).sum(-1).movedim(-1, dim)
+
+    def topk(x, k, dim=-1, largest=True, sorted=True):
+        dim = dim % x.dim()
+        n = x.shape[dim]
+        cur = x if largest else -x
+        shape = [n if i == dim else 1 for i in range(x.dim())]
+        positions = torch.arange(n, device=x.device).view(shape)
+        values, indices = [], []
+        for _ in range(k):
+            v, i = cur.max(dim=dim, keepdim=True)
+            values.append(v if largest else -v)
+            indices.append(i)
+            cur = torch.where(positions == i,
+                              torch.full_like(cur, float("-inf")), cur)
+        return torch.cat(values, dim), torch.cat(indices, dim)
+
+    def gelu(x, approximate="none"):
+        if approximate != "tanh":
+            return 0.5 * x * (1.0 + torch.erf(x * (1.0 / math.sqrt(2.0))))
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1.0 + torch.tanh(inner))
+
+    aten = torch.ops.aten
+    return {aten.cumsum.default: cumsum, aten.topk.default: topk,
+            aten.gelu.default: gelu}
+
+
+def build(args, torch, transformers):
+    cls = getattr(transformers, args.model)
+    config = cls.config_class(**json.loads(args.config_json))
+    if args.layers is not None:
+        config.num_hidden_layers = args.layers
+    config._attn_implementation = "eager"
+    kwargs = {"attn_implementation": "eager"}
+    if args.experts:
+        kwargs["experts_implementation"] = args.experts
+    torch.manual_seed(SEED)
+    model = cls._from_config(config, **kwargs).eval()
+    model.config.use_cache = False
+    gen = torch.Generator().manual_seed(SEED)
+    ids = torch.randint(0, config.vocab_size, (1, args.seq), generator=gen,
+                        dtype=torch.int64)
+    return model, ids
+
+
+def header(args):
+    import torch
+    import transformers
+    import importlib.metadata as md
+    script = os.path.relpath(os.path.abspath(__file__),
+                             os.path.dirname(os.path.dirname(
+                                 os.path.dirname(os.path.abspath(__file__)))))
+    return ("// Generated by: %s\n// torch %s, torch-mlir %s, transformers %s\n"
+            % (shlex.join([script] + sys.argv[1:]), torch.__version__,
+               md.version("torch-mlir"), transformers.__version__))
+
+
+def export_torch(args):
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+    from torch_mlir import fx, ir
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    torch.set_grad_enabled(False)
+    model, ids = build(args, torch, transformers)
+    named = list(model.named_parameters())
+    names = [n for n, _ in named]
+    params = [p.detach() for _, p in named]
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids, *ps):
+            out = torch.func.functional_call(
+                self.m, dict(zip(names, ps)), (input_ids,),
+                {"use_cache": False, "return_dict": True})
+            return out.logits
+
+    wrapper = Wrapper(model).eval()
+    # (Published shapes: no reference, and no forward pass, whose gathered
+    # expert weights alone would take 120 GB for Mixtral-8x7B.)
+    logits = wrapper(ids, *params) if args.reference else None
+    prog = torch.export.export(wrapper, (ids, *params), strict=False)
+    table = get_decomposition_table()
+    table.update(decompositions(torch))
+    prog = prog.run_decompositions(table)
+    # Non-persistent buffers (rotary inv_freq) into the state dict, after
+    # the decompositions (whose verifier rejects them there).
+    buffers = dict(wrapper.named_buffers(remove_duplicate=False))
+    for spec in prog.graph_signature.input_specs:
+        if spec.kind.name == "BUFFER" and spec.target not in prog.state_dict:
+            prog.state_dict[spec.target] = prog.constants.get(
+                spec.target, buffers.get(spec.target))
+    mod = fx.export_and_import(prog, output_type="linalg-on-tensors",
+                               func_name="main", decomposition_table={})
+    with mod.context:
+        main = next(op for op in mod.body.operations
+                    if op.operation.name == "func.func" and
+                    ir.StringAttr(op.attributes["sym_name"]).value == "main")
+        attrs = [ir.DictAttr.get({"tp.name": ir.StringAttr.get("input_ids")})]
+        for n in names:
+            attrs.append(ir.DictAttr.get({"tp.name": ir.StringAttr.get(n),
+                                          "tp.param": ir.UnitAttr.get()}))
+        main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+        main.attributes["res_attrs"] = ir.ArrayAttr.get(
+            [ir.DictAttr.get({"tp.name": ir.StringAttr.get("logits")})])
+        text = str(mod)
+    check_upstream(text)
+    with open(args.output, "w") as f:
+        f.write(header(args) + text)
+    if args.weights:
+        save_file({n: p.float().contiguous().clone() for n, p in named},
+                  args.weights)
+    if args.reference:
+        save_file({"input_ids": ids.contiguous(),
+                   "logits": logits.float().contiguous()}, args.reference)
+
+
+def export_onnx(args):
+    import onnx
+    import torch
+    import transformers
+    import transformers.masking_utils as masking
+    from safetensors.torch import save_file
+    from torch_mlir.dialects import torch as torch_dialect
+    from torch_mlir.extras import onnx_importer
+    from torch_mlir.ir import Context, Module
+    from torch_mlir.passmanager import PassManager
+    import tempfile
+
+    torch.set_grad_enabled(False)
+    # One unpacked sequence: the packed-sequence check is a no-op (and
+    # aten.diff has no ONNX export).
+    masking.find_packed_sequence_indices = lambda position_ids: None
+    model, ids = build(args, torch, transformers)
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids):
+            return self.m(input_ids, use_cache=False, return_dict=True).logits
+
+    wrapper = Wrapper(model).eval()
+    logits = wrapper(ids)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        torch.onnx.export(wrapper, (ids,), path, input_names=["input_ids"],
+                          output_names=["logits"], dynamo=True,
+                          external_data=False, verbose=False)
+        proto = onnx.load(path)
+    proto = onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    context = Context()
+    torch_dialect.register_dialect(context)
+    info = onnx_importer.ModelInfo(proto)
+    module = info.create_module(context=context).operation
+    onnx_importer.NodeImporter.define_function(info.main_graph,
+                                               module).import_all()
+    text = re.sub(
+        r'torch\.operator "onnx\.Constant"\(\) \{torch\.onnx\.value = '
+        r'(dense_resource<[^>]+> : tensor<[0-9x]+x(?:f32|f16|bf16|f64)>)\} : '
+        r'\(\) -> (!torch\.vtensor<[^>]+>)',
+        r"torch.vtensor.literal(\1) : \2", str(module))
+    # A fresh context: the resources keep their names.
+    context = Context()
+    torch_dialect.register_dialect(context)
+    with context:
+        module = Module.parse(text)
+        for pipeline in ("torch-onnx-to-torch-backend-pipeline",
+                         "torch-backend-to-linalg-on-tensors-backend-pipeline"):
+            PassManager.parse("builtin.module(%s)" % pipeline).run(
+                module.operation)
+        text = str(module)
+    # The signature in the contract's words: input and result names.
+    text = re.sub(r"func\.func @main_graph\(%arg0: (tensor<[^>]+>)\) -> "
+                  r"(tensor<[^>]+>)",
+                  r'func.func @main(%arg0: \1 {tp.name = "input_ids"}) -> '
+                  r'(\2 {tp.name = "logits"})', text, count=1)
+    check_upstream(text)
+    with open(args.output, "w") as f:
+        f.write(header(args) + text)
+    save_file({"input_ids": ids.contiguous(),
+               "logits": logits.float().contiguous()}, args.reference)
+
+
+UPSTREAM = {"func", "linalg", "tensor", "arith", "math", "cf", "builtin",
+            "affine", "scf", "bufferization", "complex", "ml_program"}
+
+
+def check_upstream(text):
+    body = text.split("\n{-#", 1)[0]
+    bad = sorted({m.group(1) + "." + m.group(2) for m in re.finditer(
+        r"^\s*(?:%[\w:#, %]*=\s*)?\"?([a-z_]\w*)\.([\w.]+)", body, re.M)
+        if m.group(1) not in UPSTREAM})
+    if bad:
+        sys.exit("export_families.py: ops outside the upstream dialects: %s"
+                 % ", ".join(bad))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("route", choices=["torch", "onnx"])
+    p.add_argument("model", help="transformers model class")
+    p.add_argument("--config-json", required=True)
+    p.add_argument("--seq", type=int, default=8)
+    p.add_argument("--layers", type=int)
+    p.add_argument("--experts", help="experts_implementation (batched_mm)")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--weights")
+    p.add_argument("--reference")
+    args = p.parse_args()
+    if args.route == "onnx":
+        if not args.reference or args.weights:
+            sys.exit("export_families.py onnx: --reference, and no --weights "
+                     "(the weights are constants of the program)")
+        export_onnx(args)
+    else:
+        export_torch(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
