@@ -7,6 +7,8 @@
 #     prefix.
 #  2. bench/fuzz-programs.py: random valid programs (utils/random-program.py)
 #     sharded for 2-4 ranks and run against the unsharded run (tp-run --check).
+#     A tenth of the time goes to bench/fuzz-runner.py before it: the
+#     runner's inputs (model.json, checkpoints, files, token ids, blobs).
 #
 # Figures printed: executions, coverage (libFuzzer's cov/ft), programs run
 # and matched. Any crash, mismatch or hang is saved under fuzz-out/ with its
@@ -85,12 +87,25 @@ if [[ $status -ne 0 ]]; then
   grep -E "ERROR|runtime error|Assertion|deadly signal" "$LOG" | head -5 >&2
 fi
 
+# --- runner inputs (issue 27, runner half) -------------------------------------
+# bench/fuzz-runner.py: mutated model.json files, checkpoints, odd files
+# (FIFOs, devices, link loops), token ids past the vocabulary and
+# dense_resource blobs of the wrong size, one tenth of the time, taken from
+# stage 2. Crashes, hangs, and runs that exit 0 on inputs that must be
+# refused are saved under $OUT.
+RUNNER_SECONDS=$((SECONDS_TOTAL / 10))
+rstatus=0
+python3 "$ROOT/bench/fuzz-runner.py" --seconds "$RUNNER_SECONDS" \
+  --bin "$BIN" --out "$OUT" || rstatus=$?
+# --- end of runner inputs ------------------------------------------------------
+
 # --- 2. random programs, run and checked --------------------------------------
 pstatus=0
-python3 "$ROOT/bench/fuzz-programs.py" --seconds "$((SECONDS_TOTAL - HALF))" \
+python3 "$ROOT/bench/fuzz-programs.py" \
+  --seconds "$((SECONDS_TOTAL - HALF - RUNNER_SECONDS))" \
   --bin "$BIN" --out "$OUT" || pstatus=$?
 
-if [[ $status -ne 0 || $pstatus -ne 0 ]]; then
+if [[ $status -ne 0 || $pstatus -ne 0 || $rstatus -ne 0 ]]; then
   echo "fuzz.sh: FAILED (findings in $OUT)"
   exit 1
 fi

@@ -99,6 +99,35 @@ elif config.tp_have_cuda:
                      "MOCK_CUDA_MEMORY=68719476736" % emu_dirs))
     config.substitutions.append(("%gpu-backend", "cuda-emu"))
 
+# unprivileged: permissions hold for `%unprivileged CMD`. Run as root, CMD
+# runs as nobody (setpriv), when nobody can run this build's tp-run and read
+# the test inputs; otherwise as the user running the suite.
+def _unprivileged():
+    if os.geteuid() != 0:
+        return ""
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        return None
+    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = ["sh", "-c", 'test -x "$1" && test -r "$2" && test -x "$3"', "-",
+             os.path.join(config.tp_tools_dir, "tp-run"),
+             os.path.join(config.tp_src_root, "test", "e2e", "Inputs",
+                          "mm.mlir"),
+             config.test_exec_root]
+    try:
+        if subprocess.run(prefix + probe, capture_output=True,
+                          timeout=20).returncode == 0:
+            return " ".join(prefix)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return None
+
+
+_tp_unprivileged = _unprivileged()
+if _tp_unprivileged is not None:
+    config.available_features.add("unprivileged")
+    config.substitutions.append(("%unprivileged", _tp_unprivileged))
+
 # torch-mlir: a python with torch-mlir (utils/tp-import's optional
 # dependency) is at hand: $TP_TORCH_PYTHON, else the developer venv
 # /root/tpvenv/bin/python. Never set in CI; those tests carry

@@ -46,6 +46,28 @@ func.func @others(%x: tensor<2x16xbf16>) -> (tensor<2x128xbf16>, tensor<1x16xbf1
   return %g, %s, %a, %l, %i : tensor<2x128xbf16>, tensor<1x16xbf16>, tensor<8x4xbf16>, tensor<2x4xbf16>, index
 }
 
+// Integers narrower than 32 bits travel as i32: i8 sign-extended, i1
+// zero-extended (a bool), each truncated back after the call.
+// CHECK-LABEL: func.func @narrow_integers
+// CHECK-SAME: (%[[B:.*]]: tensor<8xi1>, %[[C:.*]]: tensor<2x4xi8>)
+// CHECK: %[[BW:.*]] = linalg.generic {{.*}} ins(%[[B]] : tensor<8xi1>)
+// CHECK: arith.extui %{{.*}} : i1 to i32
+// CHECK: call @tprt_mlir_all_reduce_i32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i32, i64, memref<*xi32>, memref<*xi32>) -> ()
+// CHECK: %[[BR:.*]] = bufferization.to_tensor %{{.*}} : memref<8xi32> to tensor<8xi32>
+// CHECK: %[[BN:.*]] = linalg.generic {{.*}} ins(%[[BR]] : tensor<8xi32>)
+// CHECK: arith.trunci %{{.*}} : i32 to i1
+// CHECK: linalg.generic {{.*}} ins(%[[C]] : tensor<2x4xi8>)
+// CHECK: arith.extsi %{{.*}} : i8 to i32
+// CHECK: call @tprt_mlir_all_gather_i32
+// CHECK: bufferization.to_tensor %{{.*}} : memref<2x16xi32> to tensor<2x16xi32>
+// CHECK: arith.trunci %{{.*}} : i32 to i8
+// CHECK: return %[[BN]], %{{.*}} : tensor<8xi1>, tensor<2x16xi8>
+func.func @narrow_integers(%b: tensor<8xi1>, %c: tensor<2x4xi8>) -> (tensor<8xi1>, tensor<2x16xi8>) {
+  %r = tp.all_reduce sum %b over @m ["tp"] : tensor<8xi1>
+  %g = tp.all_gather %c over @m ["tp"] dim = 1 : tensor<2x4xi8> -> tensor<2x16xi8>
+  return %r, %g : tensor<8xi1>, tensor<2x16xi8>
+}
+
 // The runtime entry points are declared once each.
 // CHECK-DAG: func.func private @tprt_mlir_all_reduce_f32(i32, i64, memref<*xf32>, memref<*xf32>)
 // CHECK-DAG: func.func private @tprt_mlir_axis_index(i64) -> i64

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Preflight.h"
+#include "Process.h"
+#include "Shard.h"
 
 #include "tp/Analysis/CostModel.h"
 
@@ -24,7 +26,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -83,16 +84,30 @@ static cl::opt<int> maxTP(
 
 bool tprun::preflightRequested() { return preflight; }
 
+std::string tprun::preflightOptionGiven() {
+  for (cl::Option *option :
+       {static_cast<cl::Option *>(&deviceName),
+        static_cast<cl::Option *>(&memoryOption),
+        static_cast<cl::Option *>(&training),
+        static_cast<cl::Option *>(&optimizer),
+        static_cast<cl::Option *>(&optimizerShards),
+        static_cast<cl::Option *>(&maxTP)})
+    if (option->getNumOccurrences())
+      return ("--" + option->ArgStr).str();
+  return "";
+}
+
 namespace {
 
-[[noreturn]] void die(const llvm::Twine &message) {
-  llvm::errs() << "tp-run: error: " << message << "\n";
-  std::exit(1);
-}
+using tprun::die;
 
 std::string gb(double bytes) {
   if (bytes == 0)
     return "0";
+  if (bytes < 1e3)
+    return formatv("{0} B", int64_t(bytes)).str();
+  if (bytes < 1e5)
+    return formatv("{0:f1} kB", bytes / 1e3).str();
   if (bytes < 1e9)
     return formatv("{0:f1} MB", bytes / 1e6).str();
   return formatv("{0:f2} GB", bytes / 1e9).str();
@@ -167,7 +182,8 @@ Target getTarget() {
     else if (text.consume_back_insensitive("gb"))
       scale = 1e9;
     double value;
-    if (text.trim().getAsDouble(value) || !(value > 0))
+    if (text.trim().getAsDouble(value) || !(value > 0) ||
+        !std::isfinite(value * scale))
       die("--memory-per-device '" + memoryOption +
           "' is not a positive number of bytes");
     memory = value * scale;
@@ -176,22 +192,27 @@ Target getTarget() {
     die("--optimizer '" + optimizer + "' is not adam or sgd");
   if (optimizerShards < 1)
     die("--optimizer-shards must be at least 1");
+  if (maxTP.getNumOccurrences() && maxTP < 1)
+    die(formatv("--max-tp {0} must be at least 1", int(maxTP)));
   return {*profile, memory};
 }
 
 /// Runs --tp-shard on a copy of `module` for `tp` devices on the profile and
-/// reads its report.
-Plan plan(ModuleOp module, int tp, StringRef dir, StringRef extraOptions) {
+/// reads its report; nullopt when the planner fails, with its errors in
+/// `errors` (one line each).
+std::optional<Plan> tryPlan(ModuleOp module, int tp, StringRef dir,
+                            StringRef extraOptions, std::string &errors) {
   MLIRContext *context = module.getContext();
   OwningOpRef<ModuleOp> copy = module.clone();
   std::string report = (dir + "/plan-tp" + llvm::Twine(tp) + ".json").str();
-  std::string pipeline =
-      formatv("tp-shard{{tp={0} device={1} device-memory={2:F0} report={3} {4}}",
-              tp, deviceName.getValue(), getTarget().memory, report,
-              extraOptions)
-          .str();
   auto pm = PassManager::on<ModuleOp>(context);
-  std::string errors;
+  tprun::addShardPipeline(
+      pm,
+      formatv("tp={0} device={1} device-memory={2:F0} {3}", tp,
+              deviceName.getValue(), getTarget().memory, extraOptions)
+          .str(),
+      report);
+  errors.clear();
   {
     // Planner remarks go to the report; errors are kept for the message.
     ScopedDiagnosticHandler handler(context, [&](Diagnostic &d) {
@@ -199,9 +220,8 @@ Plan plan(ModuleOp module, int tp, StringRef dir, StringRef extraOptions) {
         errors += "\n  " + d.str();
       return success();
     });
-    if (failed(parsePassPipeline(pipeline, pm)) || failed(pm.run(*copy)))
-      die(formatv("planning for tp={0} on {1} failed{2}", tp,
-                  deviceName.getValue(), errors));
+    if (failed(pm.run(*copy)))
+      return std::nullopt;
   }
   auto buffer = llvm::MemoryBuffer::getFile(report);
   if (!buffer)
@@ -248,6 +268,16 @@ Plan plan(ModuleOp module, int tp, StringRef dir, StringRef extraOptions) {
                 s.getAsObject()->getString("collective") == "reduce_scatter")
               p.sequenceParallel = true;
   return p;
+}
+
+/// tryPlan, fatal on failure.
+Plan plan(ModuleOp module, int tp, StringRef dir, StringRef extraOptions) {
+  std::string errors;
+  std::optional<Plan> p = tryPlan(module, tp, dir, extraOptions, errors);
+  if (!p)
+    die(formatv("planning for tp={0} on {1} failed{2}", tp,
+                deviceName.getValue(), errors));
+  return *p;
 }
 
 /// Memory per device of one plan: what --tp auto and the memory check add.
@@ -392,7 +422,17 @@ int chooseDegree(ModuleOp module, const GenHeader &h, const Target &target,
       llvm::outs() << formatv("{0,4}  skipped: {1}\n", t, bad);
       continue;
     }
-    Plan p = plan(module, int(t), dir, shardOptions);
+    // A degree the planner cannot plan (more devices than the model has
+    // rows to split) is a row of the table, not the end of the search.
+    std::string errors;
+    std::optional<Plan> planned =
+        tryPlan(module, int(t), dir, shardOptions, errors);
+    if (!planned) {
+      StringRef first = StringRef(errors).ltrim().split('\n').first;
+      llvm::outs() << formatv("{0,4}  no plan: {1}\n", t, first);
+      continue;
+    }
+    const Plan &p = *planned;
     Memory m = memoryOf(p, bpp, h);
     bool fits = m.total() <= target.memory;
     std::string note = fits ? "yes" : "no";
@@ -422,14 +462,15 @@ int chooseDegree(ModuleOp module, const GenHeader &h, const Target &target,
     llvm::outs().flush();
     llvm::errs() << formatv(
         "tp-run: error: no tensor-parallel degree up to {0} fits {1} per "
-        "device{2}; shard the optimizer state over data-parallel replicas "
-        "(--optimizer-shards), add pipeline parallelism, or use a larger "
-        "device\n",
+        "device{2}; {3}add pipeline parallelism, or use a larger device\n",
         limit, gb(target.memory),
         smallestAt ? formatv(" (the least is {0} at tp={1})",
                              gb(smallestTotal), smallestAt)
                          .str()
-                   : std::string());
+                   : std::string(),
+        isTraining() ? "shard the optimizer state over data-parallel "
+                       "replicas (--optimizer-shards), "
+                     : "");
     return 0;
   }
   llvm::outs() << formatv("chosen: --tp {0} (sequence parallelism {1}): the "
@@ -449,7 +490,7 @@ void smokeRun(const tprun::PreflightInputs &in, const GenHeader &h, int tp,
   std::string smokeName = "smoke run";
   std::string compareName = formatv("tp=1 vs tp={0}", tp).str();
   std::string dir = in.work + "/smoke";
-  llvm::sys::fs::create_directories(dir);
+  tprun::makeFolder(dir);
   std::string model = in.inputFile;
   if (h.present) {
     // The same tp-gen command with 2 layers and at most 64 tokens a sequence.
@@ -482,15 +523,10 @@ void smokeRun(const tprun::PreflightInputs &in, const GenHeader &h, int tp,
     }
     // Locations name every argument in model.json.
     args.insert(args.end(), {"--mlir-print-debuginfo", "-o", model});
-    SmallVector<StringRef> argv;
     std::string gen = in.binDir + "/tp-gen";
-    argv.push_back(gen);
-    for (const std::string &a : args)
-      argv.push_back(a);
     std::string log = dir + "/tp-gen.log";
-    std::optional<StringRef> redirects[3] = {std::nullopt, StringRef(log),
-                                             StringRef(log)};
-    if (llvm::sys::ExecuteAndWait(gen, argv, std::nullopt, redirects) != 0) {
+    if (tprun::runProgram(gen, args, in.timeoutSeconds, std::nullopt, log) !=
+        0) {
       auto text = llvm::MemoryBuffer::getFile(log);
       rows.push_back({smokeName, "FAIL",
                       "tp-gen failed: " +
@@ -514,14 +550,10 @@ void smokeRun(const tprun::PreflightInputs &in, const GenHeader &h, int tp,
                                    std::to_string(in.timeoutSeconds),
                                    "--shard-options",
                                    shard};
-  SmallVector<StringRef> argv = {in.self};
-  for (const std::string &a : args)
-    argv.push_back(a);
   std::string log = dir + "/tp-run.log";
-  std::optional<StringRef> redirects[3] = {std::nullopt, StringRef(log),
-                                           StringRef(log)};
-  llvm::outs().flush();
-  int rc = llvm::sys::ExecuteAndWait(in.self, argv, std::nullopt, redirects);
+  // The smoke run stops itself after --timeout; its compile steps too.
+  int rc = tprun::runProgram(in.self, args, /*timeoutSeconds=*/0, std::nullopt,
+                             log, "the smoke run");
   auto logText = llvm::MemoryBuffer::getFile(log);
   StringRef text = logText ? (*logText)->getBuffer() : "";
   SmallVector<StringRef> lines;
@@ -854,7 +886,7 @@ int tprun::runPreflight(MLIRContext &context, const PreflightInputs &in,
   if (!module)
     die("cannot parse the model");
   std::string dir = in.work + "/plans";
-  llvm::sys::fs::create_directories(dir);
+  tprun::makeFolder(dir);
   if (tp == 0) {
     tp = chooseDegree(*module, h, target, dir, in.shardOptions);
     if (!tp)

@@ -28,6 +28,11 @@ llvm::cl::OptionCategory &preflightCategory();
 /// Whether --preflight was given.
 bool preflightRequested();
 
+/// The first option of preflightCategory() given on the command line other
+/// than --preflight ("" if none): they mean nothing without --preflight or
+/// --tp auto.
+std::string preflightOptionGiven();
+
 /// What tp-run already has when preflight starts.
 struct PreflightInputs {
   std::string self;         ///< the tp-run executable (the smoke run)

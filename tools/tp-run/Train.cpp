@@ -8,6 +8,8 @@
 
 #include "Train.h"
 
+#include "Process.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -36,16 +38,11 @@ cl::opt<bool> train(
              "the batch and the plan sums the gradients over \"dp\""),
     cl::cat(category()));
 
-[[noreturn]] void fail(const Twine &message) {
-  errs() << "tp-run: error: " << message << "\n";
-  std::exit(1);
-}
-
 /// The losses of a --loss-file, in step order.
 std::vector<double> readLosses(StringRef path) {
   auto buffer = MemoryBuffer::getFile(path);
   if (!buffer)
-    fail("cannot read the loss curve '" + path + "'");
+    tprun::die("cannot read the loss curve '" + path + "'");
   std::vector<double> losses;
   SmallVector<StringRef> lines;
   (*buffer)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
@@ -57,13 +54,13 @@ std::vector<double> readLosses(StringRef path) {
     if (words.size() != 4 || words[0] != "step" || words[2] != "loss" ||
         words[1].getAsInteger(10, step) || step != int64_t(i) + 1 ||
         words[3].getAsDouble(value))
-      fail(formatv("'{0}' line {1} is \"{2}\", expected \"step {3} loss "
+      tprun::die(formatv("'{0}' line {1} is \"{2}\", expected \"step {3} loss "
                    "VALUE\"",
                    path, i + 1, line, i + 1));
     losses.push_back(value);
   }
   if (losses.empty())
-    fail("the loss curve '" + path + "' is empty");
+    tprun::die("the loss curve '" + path + "' is empty");
   return losses;
 }
 
@@ -118,7 +115,7 @@ int tprun::compareLossCurves(StringRef sharded, StringRef unsharded,
   double limit = tolerance >= 0 ? tolerance : 1e-4;
   std::vector<double> a = readLosses(sharded), b = readLosses(unsharded);
   if (a.size() != b.size())
-    fail(formatv("the runs on {0} ranks and on 1 rank took {1} and {2} "
+    tprun::die(formatv("the runs on {0} ranks and on 1 rank took {1} and {2} "
                  "steps",
                  devices, a.size(), b.size()));
   double worst = 0;

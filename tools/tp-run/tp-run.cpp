@@ -7,10 +7,14 @@
 //          [--reference PATH [--reference-tol R]]
 //          [--work-dir DIR] [shard options]
 //
-// 1. Gets the model (a file, or tp-gen with the given options).
+// 1. Gets the model (a file, or tp-gen with the given options). A model
+//    that declares its mesh (tp.mesh, shard.grid) runs on it; --tp, when
+//    given, must agree.
 // 2. Compiles it for N devices: --tp-shard, then records the function
-//    boundary (model.json, docs/model-abi.md), then --tp-lower-cpu, LLVM IR,
-//    a small C glue and clang-22 make model.so.
+//    boundary (model.json, docs/model-abi.md; integer inputs that index
+//    tensors get their bound, IndexBounds.h), then --tp-lower-cpu, LLVM
+//    IR, a small C glue (the entry point, and the model.json text that
+//    tp-runner checks model.json against) and clang-22 make model.so.
 // 3. Runs tp-runner on N ranks with mpirun (one process per rank;
 //    TP_RUN_MPIRUN overrides the launcher). A run still going after
 //    --timeout seconds is stopped: mpirun gets SIGTERM and stops every rank.
@@ -35,13 +39,20 @@
 // model.so with libtprt_cuda, and starts the ranks on a GPU backend (Gpu.h,
 // docs/gpu.md); --check's reference is then the CPU tp=1 program.
 //
+// The work folder is --work-dir, or a temporary folder removed at exit
+// (unless --keep-work-dir). Every child process dies with tp-run, errors
+// name the file or option (Process.h).
+//
 // The compile step links MLIR; running needs only tp-runner and libtprt.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Cpu.h"
 #include "Gpu.h"
+#include "IndexBounds.h"
 #include "Preflight.h"
+#include "Process.h"
+#include "Shard.h"
 #include "Train.h"
 
 #include "tp/Conversion/Passes.h"
@@ -51,6 +62,7 @@
 #include "tp/InitTP.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -70,19 +82,18 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <chrono>
-#include <cmath>
-#include <csignal>
-#include <cstring>
-#include <thread>
+#include <unistd.h>
 
-extern char **environ;
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
+
+extern char **environ;
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -158,6 +169,13 @@ static cl::opt<std::string> workDir(
     "work-dir", cl::desc("Where compiled models and outputs go (default: a "
                          "temporary folder)"),
     cl::init(""), cl::cat(category));
+static cl::opt<bool> keepWorkDir(
+    "keep-work-dir",
+    cl::desc("Keep the temporary work folder (default: removed at exit; a "
+             "--work-dir is always kept)"),
+    cl::cat(category));
+/// The temporary work folder removed at exit ("" if none).
+static std::string temporaryWork;
 static cl::opt<std::string> shardOptions(
     "shard-options",
     cl::desc("Extra --tp-shard options, e.g. \"sequence-parallel=off\""),
@@ -180,13 +198,12 @@ static cl::list<std::string>
     genOptions("gen", cl::desc("A tp-gen option, e.g. --gen=--layers=2"),
                cl::cat(category));
 
-namespace {
+using tprun::die;
+using tprun::makeFolder;
+using tprun::runProgram;
+using tprun::writeFile;
 
-[[noreturn]] void die(const llvm::Twine &message, int code = 1) {
-  llvm::outs().flush(); // what was printed so far comes first
-  llvm::errs() << "tp-run: error: " << message << "\n";
-  std::exit(code);
-}
+namespace {
 
 std::string dtypeName(Type type) {
   if (type.isF32())
@@ -197,13 +214,13 @@ std::string dtypeName(Type type) {
     return "bf16";
   if (type.isF64())
     return "f64";
-  if (type.isInteger(64))
+  if (type.isSignlessInteger(64))
     return "i64";
-  if (type.isInteger(32))
+  if (type.isSignlessInteger(32))
     return "i32";
-  if (type.isInteger(8))
+  if (type.isSignlessInteger(8))
     return "i8";
-  if (type.isInteger(1))
+  if (type.isSignlessInteger(1))
     return "i1";
   return "";
 }
@@ -283,12 +300,15 @@ describe(ModuleOp module, int64_t high, StringRef gluePrelude) {
       name = named.str();
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || !tensor.hasStaticShape())
-      die(llvm::formatv("{0} #{1} of '{2}' is not a statically shaped tensor",
-                        role, index, fn.getSymName()));
+      die(llvm::formatv("{0} #{1} \"{2}\" of '{3}' has type {4}, which is "
+                        "not a statically shaped tensor",
+                        role, index, name, fn.getSymName(), type));
     std::string dtype = dtypeName(tensor.getElementType());
     if (dtype.empty())
-      die(llvm::formatv("{0} #{1} has an element type tp-run cannot feed",
-                        role, index));
+      die(llvm::formatv("{0} #{1} \"{2}\" has element type {3}, which "
+                        "tp-run cannot feed (f32, f16, bf16, f64, i64, i32, "
+                        "i8, i1)",
+                        role, index, name, tensor.getElementType()));
     auto layout = attrs ? attrs.getAs<tp::LayoutAttr>("tp.layout")
                         : tp::LayoutAttr();
     auto global =
@@ -299,20 +319,26 @@ describe(ModuleOp module, int64_t high, StringRef gluePrelude) {
     DictionaryAttr init =
         attrs ? attrs.getAs<DictionaryAttr>("tp.init") : DictionaryAttr();
     llvm::json::Value initValue = initJson(init);
+    // The values index a tensor dimension of this size (IndexBounds.h).
+    auto bound = attrs ? attrs.getAs<IntegerAttr>(tprun::kIndexBoundAttr)
+                       : IntegerAttr();
     if (!init && role == "input") {
+      int64_t range = high > 0 ? high : bound ? bound.getInt() : 0;
       if (isa<FloatType>(tensor.getElementType()))
         initValue = llvm::json::Object{
             {"kind", "normal"}, {"seed", int64_t(1000 + index)}, {"std", 1.0}};
-      else if (high > 0)
+      else if (range > 0)
         initValue = llvm::json::Object{{"kind", "integers"},
                                        {"seed", int64_t(1000 + index)},
-                                       {"high", high}};
-      else if (checkpointFile.empty() && referenceFile.empty())
+                                       {"high", range}};
+      else if (checkpointFile.empty() && referenceFile.empty() &&
+               !tprun::compileOnly())
         die(llvm::formatv("input #{0} \"{1}\" holds integers and has no "
                           "tp.init; pass --input-high=N (their range), or a "
                           "--checkpoint or --reference holding \"{1}\"",
                           index, name));
-      // else null: tp-runner reads it from the checkpoint or the reference.
+      // else null: tp-runner reads it from the checkpoint or the reference
+      // (compiling needs no values).
     }
     llvm::json::Object buffer{
         {"role", role.str()},
@@ -336,6 +362,8 @@ describe(ModuleOp module, int64_t high, StringRef gluePrelude) {
             llvm::json::Object{{"offsets", shapeJson(offsets.asArrayRef())},
                                {"shape", shapeJson(shape.asArrayRef())}};
     }
+    if (bound && role != "output")
+      buffer["index_bound"] = bound.getInt();
     if (role == "output")
       tprun::addUpdatesField(buffer, attrs); // training steps (Train.h)
     buffers.push_back(std::move(buffer));
@@ -421,12 +449,48 @@ describe(ModuleOp module, int64_t high, StringRef gluePrelude) {
   return {std::move(model), glue};
 }
 
-void writeFile(StringRef path, StringRef text) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    die("cannot write '" + path + "': " + ec.message());
-  os << text;
+/// `text` as a C string literal: printable ASCII as it is, quotes,
+/// backslashes and every other byte escaped (octal, which cannot swallow
+/// the characters after it as a hexadecimal escape would).
+std::string cStringLiteral(StringRef text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\')
+      out += std::string("\\") + char(c);
+    else if (c == '\n')
+      out += "\\n\"\n  \""; // one source line per line of text
+    else if (c >= 0x20 && c < 0x7f && c != '?') // '?': no trigraphs
+      out += char(c);
+    else {
+      char escape[8];
+      std::snprintf(escape, sizeof(escape), "\\%03o", unsigned(c));
+      out += escape;
+    }
+  }
+  return out + "\"";
+}
+
+/// The folder temporary work folders go to ($TMPDIR, else /tmp).
+std::string temporaryRoot() {
+  SmallString<128> root;
+  llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, root);
+  return std::string(root);
+}
+
+/// "a FIFO", "a socket", ... for messages.
+StringRef fileTypeName(llvm::sys::fs::file_type type) {
+  using llvm::sys::fs::file_type;
+  switch (type) {
+  case file_type::fifo_file:
+    return "a FIFO";
+  case file_type::socket_file:
+    return "a socket";
+  case file_type::block_file:
+  case file_type::character_file:
+    return "a device";
+  default:
+    return "of an unknown type";
+  }
 }
 
 std::string findTool(StringRef name, StringRef nextTo,
@@ -455,144 +519,101 @@ std::string findMpirun() {
                   "in /usr/bin; set TP_RUN_MPIRUN to the launcher's path");
 }
 
-/// The program runProgram is waiting for (0: none), and whether tp-run was
-/// interrupted (SIGINT, SIGTERM) meanwhile.
-volatile sig_atomic_t runningChild = 0;
-volatile sig_atomic_t interrupted = 0;
+/// A mesh the model declares: a tp.mesh, or an upstream shard.grid (which
+/// --tp-shard imports as a tp.mesh of the same name).
+struct DeclaredMesh {
+  Operation *op;
+  std::string name;
+  SmallVector<int64_t> shape;
 
-/// LLVM's interrupt hook (called from its SIGINT/SIGTERM handler, once):
-/// passes the signal on as SIGTERM, so that mpirun stops its ranks, and lets
-/// runProgram finish; with no child running, exits.
-void onInterrupt() {
-  interrupted = 1;
-  if (runningChild > 0)
-    ::kill(pid_t(runningChild), SIGTERM);
-  else
-    _exit(130);
-}
-
-/// Runs `program` and returns its exit code. `what` names the run in
-/// messages ("the run on 2 ranks"; default: the command line). A program
-/// still running after --timeout seconds gets SIGTERM (mpirun then ends
-/// every rank it started), SIGKILL if it is still there 10 s later, and
-/// tp-run stops with an error; so does a program that dies of a signal.
-int runProgram(StringRef program, ArrayRef<std::string> args,
-               std::optional<ArrayRef<StringRef>> env = std::nullopt,
-               StringRef outputFile = "", StringRef what = "") {
-  SmallVector<StringRef> argv = {program};
-  for (const std::string &a : args)
-    argv.push_back(a);
-  std::string name =
-      what.empty() ? ("'" + program + " " + llvm::join(args, " ") + "'").str()
-                   : what.str();
-  std::string message;
-  bool failedToStart = false;
-  std::optional<StringRef> redirects[3] = {std::nullopt, std::nullopt,
-                                           std::nullopt};
-  if (!outputFile.empty())
-    redirects[1] = redirects[2] = outputFile;
-  // What tp-run said so far comes before what the program says.
-  llvm::outs().flush();
-  llvm::errs().flush();
-  llvm::sys::ProcessInfo child = llvm::sys::ExecuteNoWait(
-      program, argv, env,
-      outputFile.empty() ? ArrayRef<std::optional<StringRef>>()
-                         : ArrayRef(redirects),
-      /*MemoryLimit=*/0, &message, &failedToStart);
-  if (failedToStart || child.Pid <= 0)
-    die("cannot start " + name + ": " + message);
-  runningChild = child.Pid;
-  llvm::sys::SetInterruptFunction(onInterrupt);
-
-  using Clock = std::chrono::steady_clock;
-  auto start = Clock::now();
-  auto poll = [&]() {
-    // A non-blocking wait: Pid 0 while the program runs.
-    return llvm::sys::Wait(child, /*SecondsToWait=*/0u, &message, nullptr,
-                           /*Polling=*/true);
-  };
-  llvm::sys::ProcessInfo done = poll();
-  bool timedOut = false, killed = false;
-  while (done.Pid == 0) {
-    if (!timedOut && !interrupted && timeoutSeconds > 0 &&
-        Clock::now() - start >= std::chrono::seconds(int(timeoutSeconds))) {
-      timedOut = true;
-      ::kill(child.Pid, SIGTERM);
-      start = Clock::now();
-    }
-    if ((timedOut || interrupted) && !killed &&
-        Clock::now() - start >= std::chrono::seconds(10)) {
-      killed = true;
-      ::kill(child.Pid, SIGKILL);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    done = poll();
+  int64_t devices() const {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n = ShapedType::isDynamic(s) || s < 1 ? 0 : n * s;
+    return n;
   }
-  llvm::sys::SetInterruptFunction(nullptr);
-  runningChild = 0;
-  if (interrupted)
-    die(name + " was interrupted");
-  if (timedOut)
-    die(llvm::formatv("{0} did not finish within {1} s (--timeout){2}", name,
-                      int(timeoutSeconds),
-                      killed ? "; it ignored SIGTERM and was killed" : ""));
-  if (done.ReturnCode < 0)
-    die(name + " crashed" + (message.empty() ? "" : ": " + message));
-  return done.ReturnCode;
+  /// `@m ["dp" = 2, "tp" = 2]` (a grid's axes are numbered).
+  std::string text() const {
+    std::string out = "@" + name + " [";
+    auto names = isa<tp::MeshOp>(op) ? cast<tp::MeshOp>(op).getAxisNames()
+                                     : ArrayAttr();
+    for (size_t i = 0; i < shape.size(); ++i)
+      out += (i ? ", " : "") +
+             (names ? "\"" + cast<StringAttr>(names[i]).str() + "\" = "
+                    : std::string()) +
+             (ShapedType::isDynamic(shape[i]) ? std::string("?")
+                                              : std::to_string(shape[i]));
+    return out + "]";
+  }
+};
+
+SmallVector<DeclaredMesh> declaredMeshes(ModuleOp module) {
+  SmallVector<DeclaredMesh> meshes;
+  for (Operation &op : module.getBody()->getOperations()) {
+    if (auto mesh = dyn_cast<tp::MeshOp>(op))
+      meshes.push_back({&op, mesh.getSymName().str(),
+                        SmallVector<int64_t>(mesh.getShape())});
+    else if (auto grid = dyn_cast<shard::GridOp>(op))
+      meshes.push_back({&op, grid.getSymName().str(),
+                        SmallVector<int64_t>(grid.getShape())});
+  }
+  return meshes;
 }
 
-/// The unsharded program of a --dp model that declares its [dp, tp] mesh
-/// @mesh (to pin layouts on it): the same program without the pins (a
-/// layout never changes a value) and without the mesh, for tp=1.
-void dropDataMesh(ModuleOp module) {
-  auto mesh = dyn_cast_or_null<tp::MeshOp>(
-      SymbolTable::lookupSymbolIn(module, "mesh"));
-  if (!mesh)
-    return;
-  auto onMesh = [](Attribute a) {
-    auto layout = dyn_cast_or_null<tp::LayoutAttr>(a);
-    return layout && layout.getMesh().getValue() == "mesh";
-  };
+/// The unsharded program of a model that declares its meshes (to pin
+/// layouts on them, or a --dp model's [dp, tp] @mesh), for tp=1: upstream
+/// shardings imported, then every pin dropped (a layout never changes a
+/// value) and every mesh nothing else uses; a mesh the program still uses
+/// (its own collectives) gets every axis of size 1. Returns whether a mesh
+/// remains.
+bool makeUnsharded(ModuleOp module) {
+  MLIRContext *context = module.getContext();
+  auto import = PassManager::on<ModuleOp>(context);
+  import.addPass(tp::createImportShardPass());
+  if (failed(import.run(module)))
+    die("importing the model's shard.grid for tp=1 failed");
+  auto pin = StringAttr::get(context, "tp.layout");
   for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (onMesh(fn.getArgAttr(i, "tp.layout")))
-        fn.removeArgAttr(i, "tp.layout");
+      fn.removeArgAttr(i, pin);
     for (unsigned i = 0; i < fn.getNumResults(); ++i)
-      if (onMesh(fn.getResultAttr(i, "tp.layout")))
-        fn.removeResultAttr(i, StringAttr::get(fn.getContext(), "tp.layout"));
+      fn.removeResultAttr(i, pin);
     fn.walk([&](tp::AnnotateOp pin) {
-      if (!onMesh(pin.getLayout()))
-        return;
       pin.getResult().replaceAllUsesWith(pin.getInput());
       pin.erase();
     });
   }
-  if (!SymbolTable::symbolKnownUseEmpty(mesh, module))
-    die("the model uses its tp.mesh @mesh beyond layout pins; tp-run "
-        "--check cannot build its unsharded program");
-  mesh.erase();
+  bool remains = false;
+  for (tp::MeshOp mesh :
+       llvm::make_early_inc_range(module.getOps<tp::MeshOp>())) {
+    if (SymbolTable::symbolKnownUseEmpty(mesh, module)) {
+      mesh.erase();
+      continue;
+    }
+    Builder builder(context);
+    mesh.setShapeAttr(builder.getDenseI64ArrayAttr(
+        SmallVector<int64_t>(mesh.getShape().size(), 1)));
+    remains = true;
+  }
+  return remains;
 }
 
-/// Shards, lowers and builds one program into `dir`; returns model.json.
-llvm::json::Object compile(MLIRContext &context, StringRef source,
-                           StringRef sourceName, int devices, StringRef dir,
-                           StringRef clang, int64_t high, bool gpu = false) {
-  llvm::SourceMgr sourceMgr;
-  // Diagnostics name the model file.
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(source, sourceName), SMLoc());
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
-    die("cannot parse the model", 1);
+/// Shards, lowers and builds a copy of the parsed model `parsed` into
+/// `dir`; returns model.json.
+llvm::json::Object compile(MLIRContext &context, ModuleOp parsed, int devices,
+                           StringRef dir, StringRef clang, int64_t high,
+                           bool gpu = false) {
+  OwningOpRef<ModuleOp> module(cast<ModuleOp>(parsed->clone()));
 
+  // A model that declares its mesh runs on it (main() checked --tp against
+  // it); its unsharded program has no pins (makeUnsharded).
   // With --dp, a [dp, tp] mesh and the inputs split over "dp" on their
   // first (batch) dimension; the planner does the rest.
   std::string meshOption = ("tp=" + Twine(devices)).str();
   int64_t dataDevices = devices == 1 ? 1 : dp;
-  if (devices == 1 && dp > 1)
-    dropDataMesh(*module);
+  if (!declaredMeshes(*module).empty() && dataDevices == 1)
+    meshOption = devices > 1 || makeUnsharded(*module) ? "" // the module's
+                                                       : "tp=1";
   if (dataDevices > 1) {
     if (devices % dataDevices != 0)
       die(llvm::formatv("--dp {0} does not divide --tp {1} devices",
@@ -644,12 +665,12 @@ llvm::json::Object compile(MLIRContext &context, StringRef source,
     }
     meshOption = "mesh=mesh";
   }
+  // Integer inputs that index tensors get their bound (IndexBounds.h).
+  tprun::annotateIndexBounds(getEntry(*module));
   auto shard = PassManager::on<ModuleOp>(&context);
-  std::string pipeline = ("tp-shard{" + meshOption + " report=" + dir +
-                          "/plan.json " + std::string(shardOptions) + "}")
-                             .str();
-  if (failed(parsePassPipeline(pipeline, shard)) ||
-      failed(shard.run(*module)))
+  tprun::addShardPipeline(shard, meshOption + " " + shardOptions,
+                          (dir + "/plan.json").str());
+  if (failed(shard.run(*module)))
     die(llvm::formatv("sharding for tp={0} failed", devices));
   {
     // The glue calls the entry from C: give it a name no C or runtime
@@ -662,6 +683,11 @@ llvm::json::Object compile(MLIRContext &context, StringRef source,
   }
   auto [model, glue] =
       describe(*module, high, tprun::cpuGluePrelude(gpu ? nullptr : &cpuTarget));
+  {
+    func::FuncOp fn = getEntry(*module);
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      fn.removeArgAttr(i, tprun::kIndexBoundAttr);
+  }
   {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -688,11 +714,15 @@ llvm::json::Object compile(MLIRContext &context, StringRef source,
     llvmModule->print(os, nullptr);
     writeFile((dir + "/model.ll").str(), text);
   }
-  writeFile((dir + "/glue.c").str(), glue);
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object(model)));
   writeFile((dir + "/model.json").str(), json);
+  // The library carries the model.json it was compiled with: tp-runner
+  // refuses a model.json that describes other buffers (docs/model-abi.md).
+  glue += "const char " + tp::runtime::kModelJson.str() + "[] = " +
+          cStringLiteral(json) + ";\n";
+  writeFile((dir + "/glue.c").str(), glue);
 
   std::string log = (dir + "/clang.log").str();
   std::vector<std::string> linkArgs = {
@@ -713,7 +743,15 @@ llvm::json::Object compile(MLIRContext &context, StringRef source,
             "-Wl,-rpath," +
                 llvm::sys::path::parent_path(TP_MLIR_C_RUNNER_UTILS).str()});
   }
-  int rc = runProgram(clang, linkArgs, std::nullopt, log);
+  // clang's temporary objects go into the model's folder: an interrupted
+  // compile leaves none in $TMPDIR.
+  std::string clangTmp = ("TMPDIR=" + dir).str();
+  std::vector<StringRef> clangEnv = {clangTmp};
+  for (char **e = environ; *e; ++e)
+    if (!StringRef(*e).starts_with("TMPDIR="))
+      clangEnv.push_back(*e);
+  int rc = runProgram(clang, linkArgs, timeoutSeconds,
+                      ArrayRef<StringRef>(clangEnv), log);
   if (rc != 0) {
     auto text = llvm::MemoryBuffer::getFile(log);
     die("clang failed building model.so" +
@@ -762,6 +800,8 @@ std::vector<Output> readOutputs(StringRef path) {
       case 3: { double d; take(&d, 8); v = d; break; }
       case 4: { int32_t x; take(&x, 4); v = x; break; }
       case 5: { int64_t x; take(&x, 8); v = double(x); break; }
+      case 6: { int8_t x; take(&x, 1); v = x; break; }   // i8
+      case 7: { uint8_t x; take(&x, 1); v = x; break; }  // i1, 0 or 1
       case 1: { // f16
         uint16_t h; take(&h, 2);
         uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 31, man = h & 1023;
@@ -821,6 +861,27 @@ int main(int argc, char **argv) {
     die(llvm::formatv("--steps {0} must be at least 1", int(steps)));
   if (timeoutSeconds < 0)
     die(llvm::formatv("--timeout {0} must not be negative", int(timeoutSeconds)));
+  // Options whose default is a sentinel: a value given is checked, never
+  // replaced by the default.
+  for (cl::opt<double> *limit : {&tolerance, &referenceTolerance})
+    if (limit->getNumOccurrences() &&
+        !(*limit >= 0 && std::isfinite(double(*limit)))) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%g", double(*limit));
+      die(llvm::formatv("--{0} {1} is not a relative error (a finite number "
+                        "at least 0)",
+                        limit->ArgStr, text));
+    }
+  if (std::string given = tprun::preflightOptionGiven();
+      !given.empty() && !autoTP && !tprun::preflightRequested())
+    die(given + " is an option of --preflight and --tp auto, which this run "
+                "does not use");
+  if (inputHigh.getNumOccurrences() && inputHigh < 1)
+    die(llvm::formatv("--input-high {0} must be at least 1 (integer inputs "
+                      "are drawn from [0, N))",
+                      int64_t(inputHigh)));
+  if (tokensOption.getNumOccurrences() && tokensOption < 1)
+    die(llvm::formatv("--tokens {0} must be at least 1", long(tokensOption)));
   if (!tprun::parseTarget(backend, target))
     die("--backend " + backend +
         " is not a backend (cpu, cuda, cuda-shared, cuda-emu)");
@@ -848,13 +909,20 @@ int main(int argc, char **argv) {
               target != tprun::Target::Cuda && target != tprun::Target::CudaEmu
           ? findMpirun()
           : "";
+  // Every rank opens them: a FIFO or device would hold each rank in open().
   auto absoluteFile = [](StringRef given, StringRef what) {
     if (given.empty())
       return std::string();
     SmallString<256> path(given);
     llvm::sys::fs::make_absolute(path);
-    if (!llvm::sys::fs::exists(path))
-      die("cannot read the " + what + " '" + given + "': no such file");
+    llvm::sys::fs::file_status status;
+    if (std::error_code ec = llvm::sys::fs::status(path, status))
+      die("cannot read the " + what + " '" + given + "': " + ec.message());
+    if (status.type() != llvm::sys::fs::file_type::regular_file &&
+        status.type() != llvm::sys::fs::file_type::directory_file)
+      die("cannot read the " + what + " '" + given + "': it is " +
+          fileTypeName(status.type()) +
+          ", not a regular file or a folder (every rank reads it)");
     return std::string(path);
   };
   std::string checkpoint = absoluteFile(checkpointFile, "checkpoint");
@@ -877,14 +945,25 @@ int main(int argc, char **argv) {
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
   StringRef binDir = llvm::sys::path::parent_path(self);
 
-  // The work folder.
+  // The work folder: a temporary one is removed at exit (die() included)
+  // unless --keep-work-dir.
   SmallString<256> work(workDir);
   if (work.empty()) {
-    if (llvm::sys::fs::createUniqueDirectory("tp-run", work))
-      die("cannot create a temporary folder");
-  } else if (llvm::sys::fs::create_directories(work)) {
-    die("cannot create '" + work + "'");
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueDirectory("tp-run", work))
+      die("cannot create a temporary folder in '" + temporaryRoot() +
+          "': " + ec.message());
+    if (!keepWorkDir) {
+      temporaryWork = std::string(work);
+      tprun::removeAtExit(work);
+    }
+  } else {
+    makeFolder(work);
   }
+  // A folder we cannot write in fails now, not in the middle of a compile.
+  if (::access(work.c_str(), W_OK | X_OK) != 0)
+    die("cannot write in the work folder '" + work +
+        "': " + std::strerror(errno));
 
   // 1. The model.
   std::string source;
@@ -895,13 +974,13 @@ int main(int argc, char **argv) {
     for (const std::string &o : genOptions)
       args.push_back(o);
     tprun::addTrainGenOptions(args);
-    if (runProgram(findTool("tp-gen", binDir), args) != 0)
+    if (runProgram(findTool("tp-gen", binDir), args, timeoutSeconds) != 0)
       die("tp-gen failed");
     inputFile = genOut;
   }
   auto buffer = llvm::MemoryBuffer::getFile(inputFile);
   if (!buffer)
-    die("cannot read '" + inputFile + "'");
+    die("cannot read '" + inputFile + "': " + buffer.getError().message());
   source = (*buffer)->getBuffer().str();
   // tp-gen writes its full command on the first line: the vocabulary is the
   // range of token ids.
@@ -920,8 +999,6 @@ int main(int argc, char **argv) {
   tokensPerStep = tokensOption > 0
                       ? int64_t(tokensOption)
                       : headerValue("--seq ") * headerValue("--batch ");
-  if (tokensOption < 0)
-    die(llvm::formatv("--tokens {0} must not be negative", long(tokensOption)));
 
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -932,6 +1009,57 @@ int main(int argc, char **argv) {
   tp::registerTPPasses();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Parsed once; every diagnostic of the compile steps names the model file.
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, inputFile), SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> parsed = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!parsed)
+    die("cannot parse the model");
+
+  // A model that declares its mesh (tp.mesh, or an upstream shard.grid)
+  // runs on it: --tp, when given, must be its number of devices. (--dp
+  // builds the [dp, tp] mesh @mesh itself.)
+  SmallVector<DeclaredMesh> meshes = declaredMeshes(*parsed);
+  // --dp declares the mesh @mesh ["dp", "tp"] (a model may declare it too,
+  // to pin layouts on it, compile() checks it); no other mesh fits.
+  if (dp > 1) {
+    for (const DeclaredMesh &mesh : meshes)
+      if (mesh.name != "mesh")
+        die(llvm::formatv("the model declares the mesh {0}, but --dp runs on "
+                          "a [\"dp\", \"tp\"] mesh @mesh of its own: drop "
+                          "--dp and --tp (the model's mesh says where it "
+                          "runs), or declare that mesh @mesh",
+                          mesh.text()));
+  }
+  if (!meshes.empty() && dp == 1) {
+    if (meshes.size() > 1)
+      die(llvm::formatv("the model declares {0} meshes ({1}, {2}{3}); tp-run "
+                        "runs a model on one",
+                        meshes.size(), meshes[0].text(), meshes[1].text(),
+                        meshes.size() > 2 ? ", ..." : ""));
+    const DeclaredMesh &mesh = meshes.front();
+    int64_t meshDevices = mesh.devices();
+    if (meshDevices < 1 || meshDevices > kMaxRanks)
+      die(llvm::formatv("the model declares the mesh {0}, which tp-run "
+                        "cannot run: it starts 1 to {1} ranks",
+                        mesh.text(), kMaxRanks));
+    if (autoTP || tprun::preflightRequested())
+      die(llvm::formatv("the model declares the mesh {0} of {1} devices; "
+                        "--preflight and --tp auto plan a 1-D tp mesh of "
+                        "their own: run it with --tp {1}, or without the "
+                        "mesh",
+                        mesh.text(), meshDevices));
+    if (tpOption.getNumOccurrences() && devices != meshDevices)
+      die(llvm::formatv("the model declares the mesh {0} of {1} devices but "
+                        "--tp is {2}: drop --tp, or pass --tp {1}",
+                        mesh.text(), meshDevices, devices));
+    devices = int(meshDevices);
+    if (launcher.empty() && devices > 1 && !tprun::compileOnly() &&
+        target != tprun::Target::Cuda && target != tprun::Target::CudaEmu)
+      launcher = findMpirun();
+  }
 
   // --preflight and --tp auto (Preflight.cpp) stop here.
   if (autoTP || tprun::preflightRequested()) {
@@ -953,9 +1081,9 @@ int main(int argc, char **argv) {
 
   // 2. Compile for N (and 1).
   std::string dirN = (work + "/tp" + Twine(int(devices))).str();
-  llvm::sys::fs::create_directories(dirN);
-  llvm::json::Object model = compile(context, source, inputFile, devices, dirN,
-                                     clang, high, tprun::isGpu(target));
+  makeFolder(dirN);
+  llvm::json::Object model = compile(context, *parsed, devices, dirN, clang,
+                                     high, tprun::isGpu(target));
   // A training step (docs/training.md): the runner feeds the updated
   // results back and writes the loss curve.
   bool training = tprun::isTrainingStep(model);
@@ -968,8 +1096,8 @@ int main(int argc, char **argv) {
       (work + (tprun::isGpu(target) && devices == 1 ? "/tp1-cpu" : "/tp1"))
           .str();
   if (check) {
-    llvm::sys::fs::create_directories(dir1);
-    compile(context, source, inputFile, 1, dir1, clang, high);
+    makeFolder(dir1);
+    compile(context, *parsed, 1, dir1, clang, high);
   }
 
   // Plan summary.
@@ -978,7 +1106,11 @@ int main(int argc, char **argv) {
   if (dp > 1)
     llvm::outs() << llvm::formatv(" (mesh dp={0} x tp={1})", int(dp),
                                   devices / dp);
-  llvm::outs() << ", work folder " << work << "\n";
+  llvm::outs() << ", work folder " << work
+               << (temporaryWork.empty()
+                       ? ""
+                       : " (removed at exit; --keep-work-dir keeps it)")
+               << "\n";
   if (auto *c = model.getObject("collectives"))
     llvm::outs() << llvm::formatv(
         "plan: {0} all-reduce, {1} all-gather, {2} reduce-scatter, {3} "
@@ -1028,19 +1160,21 @@ int main(int argc, char **argv) {
       envStrings.push_back(variable);
     }
     env.assign(envStrings.begin(), envStrings.end());
-    rc = runProgram(gpuRun.program, gpuRun.args, ArrayRef<StringRef>(env), "",
+    rc = runProgram(gpuRun.program, gpuRun.args, timeoutSeconds,
+                    ArrayRef<StringRef>(env), "",
                     runName);
   } else if (devices == 1) {
     std::vector<std::string> args = runnerArgs;
     args.push_back("--backend");
     args.push_back("single");
-    rc = runProgram(runner, args, std::nullopt, "", runName);
+    rc = runProgram(runner, args, timeoutSeconds, std::nullopt, "", runName);
   } else {
     std::vector<std::string> args = {
         "--oversubscribe", "--mca", "btl", "self,vader", "--mca", "pml",
         "ob1", "-np", std::to_string(int(devices)), runner};
     args.insert(args.end(), runnerArgs.begin(), runnerArgs.end());
-    rc = runProgram(launcher, args, ArrayRef<StringRef>(env), "", runName);
+    rc = runProgram(launcher, args, timeoutSeconds, ArrayRef<StringRef>(env),
+                    "", runName);
   }
   if (rc != 0)
     die(llvm::formatv("{0} failed (exit code {1})", runName, rc));
@@ -1058,7 +1192,8 @@ int main(int argc, char **argv) {
       args.insert(args.end(), {"--steps", std::to_string(steps), "--loss-file",
                                tprun::lossFilePath(dir1)});
     }
-    if (runProgram(runner, args, std::nullopt, "", "the unsharded run") != 0)
+    if (runProgram(runner, args, timeoutSeconds, std::nullopt, "",
+                   "the unsharded run") != 0)
       die("the unsharded run failed");
     if (training)
       return tprun::compareLossCurves(tprun::lossFilePath(dirN),

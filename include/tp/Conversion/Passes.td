@@ -28,13 +28,20 @@ def ConvertTPToRuntimePass
 
     The input is copied into a fresh buffer so that the runtime always sees
     a contiguous one. Mesh axes become a bit mask over the mesh's axes.
+    Integers narrower than 32 bits (`i1`, `i8`) travel as `i32`: an
+    elementwise `linalg.generic` sign-extends them (zero-extends `i1`, a
+    bool: a max is an or, a min an and) before the call and truncates the
+    result after it, so a sum wraps modulo 2^width (an `i1` sum is an xor).
+    Every `dense_resource` constant must hold exactly the bytes its type
+    needs (checked first: the LLVM translation would drop a remainder).
     Preconditions: a partitioned program (`--tp-verify-partitioned`) with a
     single `tp.mesh`.
   }];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect",
-    "::mlir::arith::ArithDialect"
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
   ];
 }
 

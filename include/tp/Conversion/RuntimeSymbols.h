@@ -54,6 +54,9 @@ func::FuncOp getOrDeclare(ModuleOp module, llvm::StringRef name,
 
 /// The entry point a compiled model exports (docs/model-abi.md).
 inline constexpr llvm::StringLiteral kModelEntry = "tp_model_run";
+/// The string a compiled model exports: the model.json it was compiled
+/// with, which tp-runner compares with the model.json it is given.
+inline constexpr llvm::StringLiteral kModelJson = "tp_model_json";
 
 } // namespace mlir::tp::runtime
 

@@ -521,6 +521,13 @@ struct GPUCostReportPass
     out << llvm::formatv(
         "{0:2}\n", llvm::json::Value(llvm::json::Object{
                        {"version", 1}, {"functions", std::move(functions)}}));
+    out.close();
+    if (out.has_error()) { // a full disk: named, not "LLVM ERROR: IO failure"
+      module.emitError() << "tp-lower-gpu: cannot write the cost report to '"
+                         << file << "': " << out.error().message();
+      out.clear_error();
+      return signalPassFailure();
+    }
 
     llvm::raw_ostream &os = llvm::errs();
     for (const FunctionReport &r : reports) {

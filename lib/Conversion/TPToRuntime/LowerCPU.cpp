@@ -35,6 +35,9 @@ void mlir::tp::addBufferizationPasses(OpPassManager &pm,
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // scf.for / scf.while carrying tensors: an iteration may yield a new
+  // buffer rather than write its argument's in place.
+  bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // Results become out-parameters (the runner allocates every buffer).
   bufferization::BufferResultsToOutParamsPassOptions outParams;

@@ -19,7 +19,10 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace mlir::tp {
@@ -60,6 +63,35 @@ func::FuncOp runtime::getOrDeclare(ModuleOp module, StringRef name,
                                  builder.getFunctionType(inputs, results));
   fn.setPrivate();
   return fn;
+}
+
+/// `input` with its integer elements converted to `to`: extended (zero
+/// extended when `isUnsigned`) to a wider type, truncated to a narrower one;
+/// an elementwise linalg.generic, which both lowerings turn into a loop or
+/// a kernel.
+static Value convertElements(OpBuilder &builder, Location loc, Value input,
+                             Type to, bool isUnsigned) {
+  auto type = cast<RankedTensorType>(input.getType());
+  unsigned from = type.getElementType().getIntOrFloatBitWidth();
+  unsigned width = to.getIntOrFloatBitWidth();
+  Value init = tensor::EmptyOp::create(builder, loc, type.getShape(), to);
+  AffineMap identity = builder.getMultiDimIdentityMap(type.getRank());
+  SmallVector<utils::IteratorType> parallel(type.getRank(),
+                                            utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      builder, loc, TypeRange{init.getType()}, ValueRange{input},
+      ValueRange{init}, ArrayRef<AffineMap>{identity, identity}, parallel,
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value value = args[0];
+        if (width < from)
+          value = arith::TruncIOp::create(b, l, to, value);
+        else if (isUnsigned)
+          value = arith::ExtUIOp::create(b, l, to, value);
+        else
+          value = arith::ExtSIOp::create(b, l, to, value);
+        linalg::YieldOp::create(b, l, value);
+      });
+  return generic.getResult(0);
 }
 
 namespace {
@@ -109,14 +141,35 @@ LogicalResult Lowering::lowerCollective(Operation *op, StringRef name,
   Location loc = op->getLoc();
   Value input = op->getOperand(0);
   auto inType = cast<RankedTensorType>(input.getType());
-  auto outType = cast<RankedTensorType>(op->getResult(0).getType());
-  if (!inType.hasStaticShape() || !outType.hasStaticShape())
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!inType.hasStaticShape() || !resultType.hasStaticShape())
     return op->emitOpError() << "needs static shapes to be lowered";
+  // Integers narrower than 32 bits (i1, i8, ...) travel as i32: sign
+  // extended (i1 zero extended: a bool), truncated back.
+  auto narrow = dyn_cast<IntegerType>(inType.getElementType());
+  // ui8, si32, ...: arith's extensions and the runtime's entry points take
+  // signless integers only.
+  if (narrow && !narrow.isSignless())
+    return op->emitOpError()
+           << "has element type " << narrow
+           << ", which the runtime cannot communicate (integers must be "
+              "signless, e.g. i"
+           << narrow.getWidth() << ")";
+  if (narrow && narrow.getWidth() >= 32)
+    narrow = nullptr;
+  if (narrow) {
+    input = convertElements(builder, loc, input, builder.getI32Type(),
+                            narrow.getWidth() == 1);
+    inType = cast<RankedTensorType>(input.getType());
+  }
+  auto outType = resultType.clone(inType.getElementType());
   std::optional<std::string> suffix =
       runtime::getElementSuffix(inType.getElementType());
   if (!suffix)
-    return op->emitOpError() << "has element type " << inType.getElementType()
-                             << ", which the runtime cannot communicate";
+    return op->emitOpError()
+           << "has element type " << inType.getElementType()
+           << ", which the runtime cannot communicate (it communicates f32, "
+              "f16, bf16, f64, i64, i32, and integers of fewer bits as i32)";
 
   // The input read in place (contiguous: the identity layout makes
   // bufferization copy a strided view, and only that), and a fresh buffer
@@ -147,6 +200,8 @@ LogicalResult Lowering::lowerCollective(Operation *op, StringRef name,
   func::CallOp::create(builder, loc, callee, args);
   Value result = bufferization::ToTensorOp::create(
       builder, loc, outType, outBuffer, /*restrict=*/true, /*writable=*/true);
+  if (narrow)
+    result = convertElements(builder, loc, result, narrow, false);
   op->getResult(0).replaceAllUsesWith(result);
   op->erase();
   return success();
@@ -239,7 +294,58 @@ void Lowering::lowerMatmul(linalg::MatmulOp matmul) {
   matmul.erase();
 }
 
+/// The bytes one element of `type` takes in a dense_resource blob, or
+/// nullopt for types whose blob layout the lowering does not read as packed
+/// elements (i1, index, ...: the LLVM translation rejects those itself).
+static std::optional<int64_t> blobElementBytes(Type type) {
+  if (auto complex = dyn_cast<ComplexType>(type)) {
+    std::optional<int64_t> part = blobElementBytes(complex.getElementType());
+    return part ? std::optional<int64_t>(2 * *part) : std::nullopt;
+  }
+  if (!type.isIntOrFloat() || type.getIntOrFloatBitWidth() % 8 != 0)
+    return std::nullopt;
+  return type.getIntOrFloatBitWidth() / 8;
+}
+
+/// Every dense_resource constant holds exactly the bytes its type needs.
+/// The LLVM translation divides a blob's size by the element count and
+/// accepts a remainder, so a blob one byte too long used to be read off by
+/// that byte, identically on every run (issue 27: --check said ok).
+static LogicalResult checkResourceBlobs(ModuleOp module) {
+  WalkResult result = module.walk([](Operation *op) {
+    for (NamedAttribute named : op->getAttrs()) {
+      auto attr = dyn_cast<DenseResourceElementsAttr>(named.getValue());
+      if (!attr)
+        continue;
+      ShapedType type = attr.getType();
+      StringRef key = attr.getRawHandle().getKey();
+      AsmResourceBlob *blob = attr.getRawHandle().getBlob();
+      if (!blob) {
+        op->emitOpError() << "reads dense_resource '" << key
+                          << "', which has no data in the file";
+        return WalkResult::interrupt();
+      }
+      std::optional<int64_t> bytes = blobElementBytes(type.getElementType());
+      if (!bytes || !type.hasStaticShape())
+        continue;
+      int64_t expected = type.getNumElements() * *bytes;
+      int64_t size = blob->getData().size();
+      if (size != expected) {
+        op->emitOpError() << "reads dense_resource '" << key << "' of "
+                          << size << " bytes as " << type << ", which is "
+                          << expected << " bytes (" << type.getNumElements()
+                          << " elements of " << *bytes << ")";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 LogicalResult Lowering::run() {
+  if (failed(checkResourceBlobs(module)))
+    return failure();
   SmallVector<linalg::MatmulOp> matmuls;
   module.walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
   for (linalg::MatmulOp matmul : matmuls)

@@ -13,8 +13,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 using namespace tprun;
 
@@ -72,25 +70,14 @@ bool SafetensorsFile::open(const std::string &path, const std::string &role,
                            std::string &error) {
   filePath = path;
   const std::string named = role + " " + path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  uint64_t fileSize = 0;
+  std::string why;
+  int fd = openRegularFile(path, fileSize, why);
   if (fd < 0) {
-    error = "cannot read " + named + ": " + std::strerror(errno);
+    error = "cannot read " + named + ": " + why;
     return false;
   }
-  struct stat info;
-  if (fstat(fd, &info) != 0) {
-    error = "cannot read " + named + ": " + std::strerror(errno);
-    ::close(fd);
-    return false;
-  }
-  if (!S_ISREG(info.st_mode)) {
-    error = "cannot read " + named + ": " +
-            (S_ISDIR(info.st_mode) ? "it is a directory"
-                                   : "it is not a regular file");
-    ::close(fd);
-    return false;
-  }
-  size_t size = size_t(info.st_size);
+  size_t size = size_t(fileSize);
   if (size < 8) {
     error = named + " is truncated: " + std::to_string(size) +
             " bytes, less than the 8-byte header length (not a .safetensors "
@@ -278,16 +265,14 @@ bool Checkpoint::open(const std::string &path, const std::string &role,
 bool Checkpoint::openIndex(const std::string &index, const std::string &role,
                            std::string &error) {
   const std::string named = role + " index " + index;
-  std::ifstream in(index, std::ios::binary);
-  if (!in) { // a folder never gets here (open resolves it)
-    error = "cannot read " + named + ": " + std::strerror(errno);
+  std::string text, why;
+  if (!readRegularFile(index, text, why)) {
+    error = "cannot read " + named + ": " + why;
     return false;
   }
-  std::stringstream text;
-  text << in.rdbuf();
   JsonValue root;
   std::string parseError;
-  if (!parseJson(text.str(), root, parseError)) {
+  if (!parseJson(text, root, parseError)) {
     error = named + ": invalid JSON: " + parseError;
     return false;
   }

@@ -2,9 +2,14 @@
 
 #include "Json.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 using namespace tprun;
 
@@ -373,4 +378,59 @@ bool tprun::parseJson(const std::string &text, JsonValue &out,
     return true;
   error = parser.error;
   return false;
+}
+
+int tprun::openRegularFile(const std::string &path, uint64_t &size,
+                           std::string &error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::strerror(errno);
+    return -1;
+  }
+  struct stat info;
+  if (fstat(fd, &info) != 0) {
+    error = std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  if (!S_ISREG(info.st_mode)) {
+    error = S_ISDIR(info.st_mode)    ? "it is a directory"
+            : S_ISFIFO(info.st_mode) ? "it is a FIFO, not a regular file"
+            : S_ISSOCK(info.st_mode) ? "it is a socket, not a regular file"
+            : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode)
+                ? "it is a device, not a regular file"
+                : "it is not a regular file";
+    ::close(fd);
+    return -1;
+  }
+  // Reads of a regular file never block; clear the flag all the same.
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  size = uint64_t(info.st_size);
+  return fd;
+}
+
+bool tprun::readRegularFile(const std::string &path, std::string &text,
+                            std::string &error) {
+  uint64_t size = 0;
+  int fd = openRegularFile(path, size, error);
+  if (fd < 0)
+    return false;
+  text.clear();
+  text.reserve(size_t(size));
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      error = std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    if (n == 0)
+      break;
+    text.append(chunk, size_t(n));
+  }
+  ::close(fd);
+  return true;
 }

@@ -53,6 +53,20 @@ public:
 /// "line L, column C: ..." (1-based).
 bool parseJson(const std::string &text, JsonValue &out, std::string &error);
 
+/// Reads the whole regular file `path` into `text`. A FIFO, device or
+/// folder is refused without blocking (every rank reads the same path, and
+/// a FIFO would hold them all in open()). On failure returns false and sets
+/// `error` to the reason ("No such file or directory", "it is a FIFO, not a
+/// regular file").
+bool readRegularFile(const std::string &path, std::string &text,
+                     std::string &error);
+
+/// Opens `path` read-only without blocking (O_NONBLOCK: a FIFO opens at once)
+/// and checks that it is a regular file; returns the descriptor (its size in
+/// `size`), or -1 with `error` set as readRegularFile does.
+int openRegularFile(const std::string &path, uint64_t &size,
+                    std::string &error);
+
 } // namespace tprun
 
 #endif // TP_RUNNER_JSON_H

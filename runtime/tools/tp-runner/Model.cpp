@@ -2,12 +2,11 @@
 
 #include "Model.h"
 
+#include "Checkpoint.h"
 #include "Train.h"
 
 #include "Json.h"
 
-#include <fstream>
-#include <sstream>
 
 using namespace tprun;
 
@@ -451,6 +450,16 @@ Buffer parseBuffer(const Model &model, const JsonValue &value,
     buffer.hasSource = true;
     buffer.sourceShape = std::move(shape);
   }
+  if (const JsonValue *bound = value.get("index_bound");
+      bound && !bound->isNull()) {
+    if (buffer.role == Role::Output || isFloat(buffer.dtype))
+      error("field \"" + path + "index_bound\" is set on " +
+            (buffer.role == Role::Output ? std::string("an output")
+                                         : std::string("a floating-point ") +
+                                               role) +
+            "; only integer inputs and params index tensors");
+    buffer.indexBound = getInt(value, path, "index_bound", 1);
+  }
   // A training step's updated state (checked against the arguments by
   // checkUpdates, Train.cpp).
   if (value.get("updates")) {
@@ -465,14 +474,16 @@ Buffer parseBuffer(const Model &model, const JsonValue &value,
 } // namespace
 
 Model tprun::loadModel(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    error("cannot open " + path);
-  std::stringstream contents;
-  contents << file.rdbuf();
+  std::string contents, why;
+  if (!readRegularFile(path, contents, why))
+    error("cannot open " + path + ": " + why);
+  return parseModel(contents);
+}
+
+Model tprun::parseModel(const std::string &contents) {
   JsonValue root;
   std::string parseError;
-  if (!parseJson(contents.str(), root, parseError))
+  if (!parseJson(contents, root, parseError))
     error("invalid JSON: " + parseError);
   expectKind(root, JsonValue::Kind::Object, "(document)", "an object");
 
@@ -553,4 +564,66 @@ Model tprun::loadModel(const std::string &path) {
   }
   checkUpdates(model);
   return model;
+}
+
+namespace {
+
+/// `param 1 "w": f32 [8, 6] (local [4, 6], layout [tp, -])`, with what else
+/// the compiled code depends on: a partial sum, the argument an output
+/// updates.
+std::string abiText(const Model &model, const Buffer &buffer) {
+  std::string text = std::string(roleName(buffer.role)) + " " +
+                     std::to_string(buffer.index) + " \"" + buffer.name +
+                     "\": " + dtypeName(buffer.dtype) + " " +
+                     shapeText(buffer.globalShape) + " (local " +
+                     shapeText(buffer.localShape) + ", layout [";
+  for (size_t d = 0; d < buffer.dimAxes.size(); ++d) {
+    text += d ? ", " : "";
+    if (buffer.dimAxes[d].empty())
+      text += "-";
+    for (size_t i = 0; i < buffer.dimAxes[d].size(); ++i)
+      text += (i ? "*" : "") + model.axisNames[size_t(buffer.dimAxes[d][i])];
+  }
+  text += "]";
+  if (buffer.partial) {
+    static const char *const kinds[] = {"sum", "max", "min"};
+    text += std::string(", partial ") + kinds[buffer.partialKind] + " over";
+    for (int axis : buffer.partialAxes)
+      text += " " + model.axisNames[size_t(axis)];
+  }
+  if (buffer.updates >= 0)
+    text += ", updates argument " + std::to_string(buffer.updates);
+  return text + ")";
+}
+
+} // namespace
+
+std::string tprun::compareCompiledModel(const Model &model,
+                                        const Model &compiled) {
+  if (model.meshText() != compiled.meshText())
+    return "the mesh is " + model.meshText() +
+           " but the library was compiled for " + compiled.meshText();
+  auto count = [](const Model &m) {
+    size_t results = 0;
+    for (const Buffer &b : m.buffers)
+      results += b.role == Role::Output;
+    size_t arguments = m.buffers.size() - results;
+    return std::to_string(arguments) +
+           (arguments == 1 ? " argument and " : " arguments and ") +
+           std::to_string(results) + (results == 1 ? " result" : " results");
+  };
+  if (model.buffers.size() != compiled.buffers.size())
+    return "it lists " + count(model) + " but the library was compiled for " +
+           count(compiled);
+  for (size_t k = 0; k < model.buffers.size(); ++k) {
+    std::string mine = abiText(model, model.buffers[k]);
+    std::string theirs = abiText(compiled, compiled.buffers[k]);
+    // Names are not part of the compiled code: compare without them.
+    Buffer renamed = model.buffers[k];
+    renamed.name = compiled.buffers[k].name;
+    if (abiText(model, renamed) != theirs)
+      return "buffers[" + std::to_string(k) + "] is " + mine +
+             " but the library was compiled for " + theirs;
+  }
+  return "";
 }

@@ -76,6 +76,10 @@ struct Buffer {
   /// Outputs of a training step: the argument this output replaces on the
   /// next step (optional "updates"; -1: none). See Train.h.
   int64_t updates = -1;
+  /// Integer inputs and params whose values index a tensor dimension of
+  /// this size (optional "index_bound"; 0: none): every element must lie in
+  /// [0, indexBound), checked when the buffer is filled (Sources.h).
+  int64_t indexBound = 0;
 
   int64_t localElements() const;
   int64_t globalElements() const;
@@ -104,6 +108,21 @@ struct Model {
 
 /// Reads and checks model.json; throws ModelError naming the field.
 Model loadModel(const std::string &path);
+/// The same for the text of a model.json.
+Model parseModel(const std::string &text);
+
+/// The symbol of model.so that holds the model.json it was compiled with, a
+/// NUL-terminated string (docs/model-abi.md; optional in the ABI, tp-run
+/// always emits it).
+constexpr const char *kCompiledModelSymbol = "tp_model_json";
+
+/// "" when `model` (model.json) describes the buffers `compiled` (the copy
+/// inside model.so) was compiled for: the mesh, and per buffer its role,
+/// index, dtype, global and local shape, layout and update; else what
+/// differs first ("buffers[1] is param 1 "w": f16 [8, 6] (...) but the
+/// library was compiled for param 1 "w": f32 [8, 6] (...)"). Names, inits,
+/// sources, tokens and collective counts may differ.
+std::string compareCompiledModel(const Model &model, const Model &compiled);
 
 } // namespace tprun
 

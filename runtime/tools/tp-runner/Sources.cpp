@@ -173,6 +173,7 @@ void Sources::fill(size_t k, const std::vector<int64_t> &offsets, void *data,
   case Kind::None:
   case Kind::Init:
     fillLocal(buffer, offsets, data);
+    checkIndexBound(k, offsets, data, errors);
     return;
   case Kind::Default: {
     Buffer drawn = buffer;
@@ -196,6 +197,7 @@ void Sources::fill(size_t k, const std::vector<int64_t> &offsets, void *data,
     copyLocal(buffer, offsets, global, data);
   else
     copyLocalConverted(buffer, offsets, stored, global, data);
+  checkIndexBound(k, offsets, data, errors);
   // Weights must be finite (inputs may hold -inf, e.g. attention masks).
   if (buffer.role != Role::Param || !isFloat(buffer.dtype))
     return;
@@ -223,6 +225,55 @@ void Sources::fill(size_t k, const std::vector<int64_t> &offsets, void *data,
     else
       errors.push_back(named + " holds " + valueText(original) + " at index " +
                        shapeText(position) + which);
+    return;
+  }
+}
+
+void Sources::checkIndexBound(size_t k, const std::vector<int64_t> &offsets,
+                              const void *data,
+                              std::vector<std::string> &errors) const {
+  const Buffer &buffer = model->buffers[k];
+  if (buffer.indexBound <= 0)
+    return;
+  for (int64_t l = 0, n = buffer.localElements(); l < n; ++l) {
+    int64_t value;
+    switch (buffer.dtype) {
+    case DType::I64:
+      value = static_cast<const int64_t *>(data)[l];
+      break;
+    case DType::I32:
+      value = static_cast<const int32_t *>(data)[l];
+      break;
+    case DType::I8:
+      value = static_cast<const int8_t *>(data)[l];
+      break;
+    default: // i1: 0 or 1; floats have no bound (Model.cpp)
+      value = static_cast<const uint8_t *>(data)[l];
+      break;
+    }
+    if (value >= 0 && value < buffer.indexBound)
+      continue;
+    const Choice &choice = choices[k];
+    std::string from;
+    if (choice.kind == Kind::Checkpoint || choice.kind == Kind::Reference) {
+      const Checkpoint &file =
+          choice.kind == Kind::Checkpoint ? checkpoint : reference;
+      from = "; its values come from " +
+             std::string(choice.kind == Kind::Checkpoint ? "checkpoint"
+                                                         : "reference") +
+             " " + file.fileOf(*choice.tensor);
+    } else if (buffer.init.kind == Init::Kind::Integers) {
+      from = "; its init draws integers below " +
+             std::to_string(buffer.init.high) + " (tp-run --input-high)";
+    }
+    errors.push_back(
+        std::string(roleName(buffer.role)) + " " +
+        std::to_string(buffer.index) + " \"" + buffer.name + "\" holds " +
+        std::to_string(value) + " at index " +
+        shapeText(storedPosition(buffer, offsets, l)) + ", outside [0, " +
+        std::to_string(buffer.indexBound) +
+        "): the model indexes a dimension of " +
+        std::to_string(buffer.indexBound) + " with its values" + from);
     return;
   }
 }

@@ -18,7 +18,8 @@
 // (converted on load, Init.h). With --reference every output must have a
 // tensor of its name and global shape there (Reference.h compares them).
 // Then each rank fills its blocks; a weight (param) read from a file must be
-// finite in this rank's block.
+// finite in this rank's block, and an integer buffer with an `index_bound`
+// must hold indices in [0, index_bound).
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +77,11 @@ private:
                       const std::string &why) const;
   void noteConversion(const std::string &role, const CheckpointTensor &tensor,
                       const Buffer &buffer);
+  /// Appends a message naming the first element of the local block of
+  /// buffer `k` outside [0, index_bound), if any.
+  void checkIndexBound(size_t k, const std::vector<int64_t> &offsets,
+                       const void *data,
+                       std::vector<std::string> &errors) const;
 
   const Model *model = nullptr;
   SourceOptions options;

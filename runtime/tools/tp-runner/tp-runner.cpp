@@ -14,14 +14,16 @@
 //      there are as many ranks as the mesh has devices, and that every tp
 //      group (the last mesh axis) lies inside one node (Device.h);
 //   2. loads model.so (only now: a GPU model loads its kernels when it is
-//      loaded, on the context's device), binds the runtime to the mesh (tprt_model_bind);
+//      loaded, on the context's device), checks that model.json describes
+//      the buffers the library was compiled for (the copy it carries,
+//      tp_model_json), binds the runtime to the mesh (tprt_model_bind);
 //   3. allocates every buffer with its local shape (device memory on the
 //      GPU backends, filled on the host and copied in) and fills inputs and
 //      params with this device's block of the global value (from the
 //      --checkpoint when it holds the buffer's name, else from `init`;
 //      Sources.h; a buffer with a `source` is a block of the stored tensor,
-//      Init.h), zero padding past the global shape; outputs start as
-//      zeros;
+//      Init.h), zero padding past the global shape, integer indices
+//      checked against their `index_bound`; outputs start as zeros;
 //   4. calls the entry --warmup times, then --steps times under the
 //      context's timer and counters;
 //   5. assembles each output's global value (all_reduce of partial terms,
@@ -763,6 +765,31 @@ int Runner::run() {
   }
   if (!agree(entry != nullptr))
     stop();
+  {
+    // The model.json the library was compiled with (tp-run embeds it): the
+    // buffers model.json describes must be the ones the code was compiled
+    // for, or the entry reads and writes past them.
+    std::vector<std::string> errors;
+    if (const char *compiled = static_cast<const char *>(
+            dlsym(library, kCompiledModelSymbol))) {
+      std::string jsonPath = options.dir + "/model.json";
+      try {
+        std::string mismatch =
+            compareCompiledModel(model, parseModel(compiled));
+        if (!mismatch.empty())
+          errors.push_back(jsonPath + " does not match " + libraryPath +
+                           ": " + mismatch +
+                           " (rebuild the model, or use the model.json it "
+                           "was built with)");
+      } catch (const ModelError &error) {
+        errors.push_back(libraryPath + ": its model.json (" +
+                         kCompiledModelSymbol + ") is invalid: " +
+                         error.what());
+      }
+    }
+    if (!report(errors))
+      stop();
+  }
 
   std::FILE *outputFile = nullptr;
   bool outputOk = true;
