@@ -249,7 +249,7 @@ FusedParamStats mlir::tp::splitFusedParameters(func::FuncOp func) {
   }
 
   // 2. Weights whose every use is a cut become one argument per cut.
-  for (int64_t i = func.getNumArguments() - 1; i >= 0; --i) {
+  for (int64_t i = int64_t(func.getNumArguments()) - 1; i >= 0; --i) {
     BlockArgument arg = func.getArgument(i);
     if (!func.getArgAttr(i, TPDialect::getParamAttrName()) ||
         func.getArgAttr(i, TPDialect::getLayoutAttrName()))

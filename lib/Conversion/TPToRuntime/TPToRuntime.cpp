@@ -11,7 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "tp/Conversion/Passes.h"
+
 #include "tp/Conversion/RuntimeSymbols.h"
+#include "tp/Dialect/TP/IR/InputChecks.h"
 
 #include "tp/Dialect/TP/IR/TPOps.h"
 
@@ -336,7 +338,10 @@ namespace {
 struct ConvertTPToRuntimePass
     : public tp::impl::ConvertTPToRuntimePassBase<ConvertTPToRuntimePass> {
   void runOnOperation() override {
-    if (failed(Lowering(getOperation()).run()))
+    // The lowering embeds the constants' bytes: a blob of the wrong size
+    // would be read past its end or shifted.
+    if (failed(checkResourceBlobs(getOperation(), getArgument())) ||
+        failed(Lowering(getOperation()).run()))
       signalPassFailure();
   }
 };
