@@ -34,6 +34,7 @@ void mlir::tp::buildShardPipeline(OpPassManager &pm,
   propagate.splitFusedParams = options.splitFusedParams;
   propagate.rematerialize = options.rematerialize;
   propagate.dataAxesOnBatch = options.dataAxesOnBatch;
+  propagate.searchAxes = options.searchAxes;
   propagate.report = options.report;
   // Upstream shard annotations become pins; no-op without shard ops.
   pm.addPass(createImportShardPass());
