@@ -12,6 +12,9 @@ PACKAGES=(
   cmake ninja-build ccache
   # run paths of the GPU bundle (scripts/gpu-check.sh)
   patchelf
+  # the GPU emulator and utils/ptxas-check.py read the zstd-compressed PTX
+  # of fatbinaries
+  libzstd-dev zstd
   # runtime backends and solvers
   libopenmpi-dev openmpi-bin coinor-libcbc-dev libopenblas-dev
   # tests

@@ -63,7 +63,8 @@ if getattr(config, "tp_sanitize", ""):
     config.available_features.add("sanitized")
 
 # cuda-gpu: a usable NVIDIA GPU is present. Never set on the build machines
-# or in CI; GPU execution tests carry `REQUIRES: cuda-gpu`.
+# or in CI; tests that only a device can run carry `REQUIRES: cuda-gpu`,
+# GPU execution tests that the emulator runs too `REQUIRES: gpu-run`.
 smi = shutil.which("nvidia-smi")
 if smi:
     try:
@@ -73,6 +74,26 @@ if smi:
             config.available_features.add("cuda-gpu")
     except (OSError, subprocess.SubprocessError):
         pass
+
+# gpu-run: GPU programs can run here, on a GPU (cuda-gpu) or, in a build with
+# CUDA, on the emulator (runtime/emu: the emulated libcuda.so.1,
+# libnccl.so.2 and libcublas.so.13 under lib/mock-*). %gpu-env prefixes a
+# command with what it needs to run on the emulator (nothing on a GPU):
+# the emulated libraries first on LD_LIBRARY_PATH, 8 devices, 64 GiB each;
+# %gpu-backend is tp-run's backend for one GPU per rank: cuda on a GPU,
+# cuda-emu otherwise.
+if "cuda-gpu" in config.available_features:
+    config.available_features.add("gpu-run")
+    config.substitutions.append(("%gpu-env", "env"))
+    config.substitutions.append(("%gpu-backend", "cuda"))
+elif config.tp_have_cuda:
+    config.available_features.add("gpu-run")
+    emu_dirs = ":".join(os.path.join(config.tp_obj_root, "lib", d)
+                        for d in ("mock-cuda", "mock-nccl", "mock-cublas"))
+    config.substitutions.append(
+        ("%gpu-env", "env LD_LIBRARY_PATH=%s MOCK_CUDA_DEVICES=8 "
+                     "MOCK_CUDA_MEMORY=68719476736" % emu_dirs))
+    config.substitutions.append(("%gpu-backend", "cuda-emu"))
 
 # torch-mlir: a python with torch-mlir (utils/tp-import's optional
 # dependency) is at hand: $TP_TORCH_PYTHON, else the developer venv
@@ -96,5 +117,7 @@ _tp_torch_python = _torch_python()
 if _tp_torch_python:
     config.available_features.add("torch-mlir")
     config.environment["TP_TORCH_PYTHON"] = _tp_torch_python
+# tp-import's self-check runs this build's tp-run.
+config.environment["TP_RUN"] = os.path.join(config.tp_tools_dir, "tp-run")
 config.substitutions.append(("%torch_python",
                              _tp_torch_python or "false torch-python"))

@@ -1,8 +1,11 @@
-//===- Gpu.cpp - tp-run --backend cuda|cuda-shared ------------------------===//
+//===- Gpu.cpp - tp-run --backend cuda|cuda-shared|cuda-emu ---------------===//
 //
 // See Gpu.h. tp-run.cpp keeps the flow (shard, describe, lower, link, run,
 // compare); this file supplies the GPU variants of the lowering, the link
-// line and the launch.
+// line and the launch. cuda-emu compiles exactly as cuda does and launches
+// the same way (tp-runner --backend nccl, --nproc N), with the emulator's
+// libcuda.so.1, libnccl.so.2 and libcublas.so.13 (build folder lib/mock-*)
+// first on LD_LIBRARY_PATH.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +15,8 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -40,6 +45,13 @@ cl::opt<bool> compileOnlyFlag(
     cl::desc("Compile the models into --work-dir (tpN/, and tp1/ for the "
              "CPU reference with --check) and stop: nothing runs"),
     cl::cat(gpuCategory()));
+cl::opt<std::string> lowerGpuOptions(
+    "lower-gpu-options",
+    cl::desc("More tp-lower-gpu options, spelled as in "
+             "--tp-lower-gpu=\"...\", applied after --chip and --gpu-format "
+             "(e.g. \"fuse-attention=false\": attention as two GEMMs "
+             "around the materialised scores)"),
+    cl::init(""), cl::cat(gpuCategory()));
 
 } // namespace
 
@@ -52,6 +64,8 @@ bool parseTarget(llvm::StringRef name, Target &target) {
     target = Target::Cuda;
   else if (name == "cuda-shared")
     target = Target::CudaShared;
+  else if (name == "cuda-emu")
+    target = Target::CudaEmu;
   else
     return false;
   return true;
@@ -65,8 +79,26 @@ bool buildGpuLowering(OpPassManager &pm, std::string &error) {
   tp::LowerGPUOptions options;
   options.chip = chip;
   options.format = gpuFormat;
+  if (!lowerGpuOptions.empty()) {
+    if (failed(options.parseFromString(lowerGpuOptions))) {
+      error = "--lower-gpu-options '" + lowerGpuOptions +
+              "': not tp-lower-gpu options (see tp-opt --help, "
+              "--tp-lower-gpu)";
+      return false;
+    }
+    if (!options.stopAfter.empty()) {
+      error = "--lower-gpu-options '" + lowerGpuOptions +
+              "': stop-after would stop before model.so (tp-run needs the "
+              "whole pipeline; use tp-opt to inspect)";
+      return false;
+    }
+  }
   if (failed(tp::checkLowerGPUOptions(options, error))) {
-    error = "--chip " + chip + " --gpu-format '" + gpuFormat + "': " + error;
+    error = "--chip " + chip + " --gpu-format '" + gpuFormat + "'" +
+            (lowerGpuOptions.empty() ? ""
+                                     : " --lower-gpu-options '" +
+                                           lowerGpuOptions + "'") +
+            ": " + error;
     return false;
   }
   tp::buildLowerGPUPipeline(pm, options);
@@ -102,18 +134,41 @@ const char *runnerBackend(Target target) {
 
 bool gpuLaunch(Target target, int devices, llvm::StringRef runner,
                const std::vector<std::string> &runnerArgs,
-               llvm::StringRef mpirunPath, int timeoutSeconds,
-               GpuLaunch &launch, std::string &error) {
+               llvm::StringRef mpirunPath, llvm::StringRef libraryDir,
+               int timeoutSeconds, GpuLaunch &launch, std::string &error) {
   launch = GpuLaunch();
   std::vector<std::string> args = runnerArgs;
   args.push_back("--backend");
   args.push_back(runnerBackend(target));
+  if (target == Target::CudaEmu) {
+    // The emulated libraries, found next to libtprt_cuda.so.
+    llvm::SmallString<256> lib(libraryDir);
+    std::string path;
+    for (const char *folder : {"mock-cuda", "mock-nccl", "mock-cublas"}) {
+      llvm::SmallString<256> dir(lib);
+      llvm::sys::path::append(dir, folder);
+      if (!llvm::sys::fs::is_directory(dir)) {
+        error = ("--backend cuda-emu: the emulated CUDA libraries are not in " +
+                 dir + " (a build with TP_ENABLE_CUDA makes them)")
+                    .str();
+        return false;
+      }
+      path += (path.empty() ? "" : ":") + std::string(dir);
+    }
+    if (const char *old = std::getenv("LD_LIBRARY_PATH"); old && *old)
+      path += ":" + std::string(old);
+    launch.environment.push_back("LD_LIBRARY_PATH=" + path);
+    launch.environment.push_back("MOCK_CUDA_DEVICES=" + std::to_string(devices));
+    if (!std::getenv("MOCK_CUDA_MEMORY"))
+      launch.environment.push_back("MOCK_CUDA_MEMORY=" +
+                                   std::to_string(uint64_t(64) << 30));
+  }
   if (devices == 1) {
     launch.program = runner.str();
     launch.args = std::move(args);
     return true;
   }
-  if (target == Target::Cuda) {
+  if (target == Target::Cuda || target == Target::CudaEmu) {
     // One GPU per rank; tp-runner starts the ranks torchrun-style and the
     // nccl backend meets at MASTER_ADDR:MASTER_PORT (docs/gpu.md).
     launch.program = runner.str();

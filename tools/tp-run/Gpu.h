@@ -30,7 +30,10 @@ namespace tprun {
 llvm::cl::OptionCategory &gpuCategory();
 
 /// tp-run's --backend values.
-enum class Target { Cpu, Cuda, CudaShared };
+/// cpu: ranks are processes; cuda: one GPU per rank (NCCL); cuda-shared:
+/// ranks share one GPU; cuda-emu: the cuda build, run on CPU ranks by the
+/// emulated driver, cuBLAS and NCCL (docs/gpu.md, "The emulator").
+enum class Target { Cpu, Cuda, CudaShared, CudaEmu };
 
 /// Parses --backend ("cpu", "cuda" or "nccl", "cuda-shared"); false if it is
 /// none of them.
@@ -67,6 +70,9 @@ struct GpuLaunch {
   std::string program;
   std::vector<std::string> args;
   bool mpirun = false;
+  /// Variables to add to the environment of the launch (cuda-emu: the
+  /// emulated libraries first on LD_LIBRARY_PATH, one device per rank).
+  std::vector<std::string> environment;
 };
 
 /// The launch of `devices` ranks of `runner` with `runnerArgs`: nccl runs
@@ -75,8 +81,8 @@ struct GpuLaunch {
 /// error in `error`).
 bool gpuLaunch(Target target, int devices, llvm::StringRef runner,
                const std::vector<std::string> &runnerArgs,
-               llvm::StringRef mpirunPath, int timeoutSeconds,
-               GpuLaunch &launch, std::string &error);
+               llvm::StringRef mpirunPath, llvm::StringRef libraryDir,
+               int timeoutSeconds, GpuLaunch &launch, std::string &error);
 
 } // namespace tprun
 

@@ -107,7 +107,8 @@ static cl::opt<int> dp(
 static cl::opt<std::string> backend(
     "backend",
     cl::desc("Execution backend: cpu (ranks are processes), cuda (one GPU "
-             "per rank, NCCL), cuda-shared (ranks share one GPU; "
+             "per rank, NCCL), cuda-shared (ranks share one GPU), cuda-emu "
+             "(the cuda build run on CPU ranks by the GPU emulator; "
              "docs/gpu.md)"),
     cl::init("cpu"), cl::cat(category));
 /// --backend, parsed (Gpu.h), and the folder of the GPU runtime libraries.
@@ -147,7 +148,8 @@ static cl::opt<std::string> referenceFile(
     cl::init(""), cl::cat(category));
 static cl::opt<double> referenceTolerance(
     "reference-tol",
-    cl::desc("--reference fails above this relative error (default 1e-5)"),
+    cl::desc("--reference fails above this relative error (default: 1e-5 "
+             "for f32 outputs, 2e-2 for 16-bit ones, as --check)"),
     cl::init(-1), cl::cat(category));
 static cl::opt<std::string> workDir(
     "work-dir", cl::desc("Where compiled models and outputs go (default: a "
@@ -812,7 +814,8 @@ int main(int argc, char **argv) {
   if (timeoutSeconds < 0)
     die(llvm::formatv("--timeout {0} must not be negative", int(timeoutSeconds)));
   if (!tprun::parseTarget(backend, target))
-    die("--backend " + backend + " is not a backend (cpu, cuda, cuda-shared)");
+    die("--backend " + backend +
+        " is not a backend (cpu, cuda, cuda-shared, cuda-emu)");
   if (tprun::isGpu(target)) {
     std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
     std::string error;
@@ -828,7 +831,7 @@ int main(int argc, char **argv) {
   // once (tp-runner checks the checkpoint's contents).
   std::string launcher =
       devices > 1 && !autoTP && !tprun::compileOnly() &&
-              target != tprun::Target::Cuda
+              target != tprun::Target::Cuda && target != tprun::Target::CudaEmu
           ? findMpirun()
           : "";
   auto absoluteFile = [](StringRef given, StringRef what) {
@@ -945,7 +948,11 @@ int main(int argc, char **argv) {
   if (tprun::trainRequested() && !training)
     die("--train: the model is not a training step (no result carries "
         "tp.updates; generate it with tp-gen --train)");
-  std::string dir1 = (work + "/tp1").str();
+  // The unsharded CPU reference; a GPU build on one device must not share
+  // its folder (tpN is tp1 then).
+  std::string dir1 =
+      (work + (tprun::isGpu(target) && devices == 1 ? "/tp1-cpu" : "/tp1"))
+          .str();
   if (check) {
     llvm::sys::fs::create_directories(dir1);
     compile(context, source, inputFile, 1, dir1, clang, high);
@@ -996,8 +1003,17 @@ int main(int argc, char **argv) {
     tprun::GpuLaunch gpuRun;
     std::string error;
     if (!tprun::gpuLaunch(target, devices, runner, runnerArgs, launcher,
-                          timeoutSeconds, gpuRun, error))
+                          gpuLibraryDir, timeoutSeconds, gpuRun, error))
       die(error);
+    // The launch's variables replace ours (getenv finds the first).
+    for (const std::string &variable : gpuRun.environment) {
+      std::string name = variable.substr(0, variable.find('=') + 1);
+      llvm::erase_if(envStrings, [&](const std::string &e) {
+        return StringRef(e).starts_with(name);
+      });
+      envStrings.push_back(variable);
+    }
+    env.assign(envStrings.begin(), envStrings.end());
     rc = runProgram(gpuRun.program, gpuRun.args, ArrayRef<StringRef>(env), "",
                     runName);
   } else if (devices == 1) {

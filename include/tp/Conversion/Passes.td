@@ -218,6 +218,36 @@ def UntieFillsPass : Pass<"tp-untie-fills", "::mlir::ModuleOp"> {
   ];
 }
 
+def LegalizeFPowIPass : Pass<"tp-legalize-fpowi"> {
+  let summary = "Integer powers the NVVM lowering gets right: constant "
+                "exponents as products, others as 32-bit exponents";
+  let description = [{
+    `convert-gpu-to-nvvm` turns `math.fpowi` into a call of libdevice's
+    `__nv_powif(float, int)` whatever the exponent's type: with torch-mlir's
+    i64 exponents (`x.pow(2)` of a norm's variance) the call's prototype
+    does not match the function's, and the PTX calls it indirectly through a
+    mismatched prototype (undefined behaviour; the GPU emulator refuses it).
+    This pass, run on device code before that lowering:
+
+    * a constant exponent becomes a product by repeated squaring
+      (upstream's `math-expand-ops` pattern): `x^2` is `x * x`, `x^-3` is
+      `1 / (x * x * x)`; no call, exact for integer powers up to rounding;
+    * any other exponent wider than 32 bits is narrowed to i32, saturating
+      so that the result does not change: past the i32 range a power is
+      0, 1 or infinite whatever its size, and the parity (the sign of a
+      negative base) is kept.
+
+    ```mlir
+    %a = math.fpowi %x, %c2 : f32, i64    // %a = arith.mulf %x, %x : f32
+    %b = math.fpowi %x, %n : f32, i64     // %m = (clamped %n) : i32
+                                          // %b = math.fpowi %x, %m : f32, i32
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
+  ];
+}
+
 def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn every linalg op on buffers into a gpu.launch and "
                 "move host buffers to the device";

@@ -217,6 +217,8 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   target.optLevel = options.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  // Integer powers as libdevice takes them (tp-legalize-fpowi).
+  device.addPass(createLegalizeFPowIPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());

@@ -91,6 +91,35 @@ MGPU_EXPORT CUfunction mgpuModuleGetFunction(CUmodule module,
 
 namespace {
 
+/// The kernel must take exactly the `count` parameters the caller passes
+/// (cuFuncGetParamInfo: index count - 1 exists, index count does not); a
+/// mismatch between the host code and the module would otherwise read
+/// garbage parameters. Drivers that cannot tell (older than CUDA 12.4, or
+/// a module without the information) skip the check.
+void checkParameterCount(CUfunction function, size_t count) {
+  size_t offset = 0, size = 0;
+  CUresult past = cuFuncGetParamInfo(function, count, &offset, &size);
+  if (past == CUDA_SUCCESS) {
+    std::fprintf(stderr,
+                 "tprt: mgpuLaunchKernel failed on rank %d: the kernel takes "
+                 "more than the %zu parameters the model passes (its module "
+                 "and its host code disagree)\n",
+                 messageRank(), count);
+    std::exit(1);
+  }
+  if (past != CUDA_ERROR_INVALID_VALUE || count == 0)
+    return;
+  if (cuFuncGetParamInfo(function, count - 1, &offset, &size) ==
+      CUDA_ERROR_INVALID_VALUE) {
+    std::fprintf(stderr,
+                 "tprt: mgpuLaunchKernel failed on rank %d: the kernel takes "
+                 "fewer than the %zu parameters the model passes (its module "
+                 "and its host code disagree)\n",
+                 messageRank(), count);
+    std::exit(1);
+  }
+}
+
 void allowSharedMemory(CUfunction function, int32_t smem) {
   // Above 48 KiB of dynamic shared memory a kernel must opt in.
   if (smem > 48 * 1024)
@@ -108,8 +137,8 @@ MGPU_EXPORT void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
                                   intptr_t blockZ, int32_t smem,
                                   CUstream stream, void **params, void **extra,
                                   size_t paramsCount) {
-  (void)paramsCount;
   Device &device = deviceOrExit("mgpuLaunchKernel");
+  checkParameterCount(function, paramsCount);
   allowSharedMemory(function, smem);
   checkOrExit(cuLaunchKernel(function, unsigned(gridX), unsigned(gridY),
                              unsigned(gridZ), unsigned(blockX),
@@ -123,8 +152,8 @@ MGPU_EXPORT void mgpuLaunchClusterKernel(
     intptr_t clusterZ, intptr_t gridX, intptr_t gridY, intptr_t gridZ,
     intptr_t blockX, intptr_t blockY, intptr_t blockZ, int32_t smem,
     CUstream stream, void **params, void **extra, size_t paramsCount) {
-  (void)paramsCount;
   Device &device = deviceOrExit("mgpuLaunchClusterKernel");
+  checkParameterCount(function, paramsCount);
   allowSharedMemory(function, smem);
   checkOrExit(
       cuFuncSetAttribute(

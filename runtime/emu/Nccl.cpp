@@ -12,7 +12,9 @@
 // each rank's input into its slot (through the mock driver, since device
 // memory is not host-accessible), waits for all, computes its own result
 // (reductions in f32/f64/i64 and rounded once, like the mpi backend) and
-// waits again before the slots are reused. Buffers up to 1 MiB per rank.
+// waits again before the slots are reused. A slot holds 1 MiB: larger
+// buffers go through in chunks of a slot (or of a slot's share per peer,
+// for reduce-scatter and all-to-all), one exchange per chunk.
 //
 // MOCK_NCCL_INIT=hang keeps every communicator in progress (the init
 // timeout path); MOCK_NCCL_INIT=fail fails the start-up with
@@ -28,6 +30,7 @@
 #include <cuda.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -176,19 +179,22 @@ ncclResult_t done(ncclComm *comm) {
 }
 
 /// Every rank puts `bytes` of `in` in its slot; then `compute` fills `out`
-/// from the slots.
+/// from the slots. `bytes` is at most a slot.
 template <typename Compute>
 ncclResult_t exchange(ncclComm *comm, const void *in, size_t bytes,
                       cudaStream_t stream, Compute &&compute) {
-  if (bytes > kSlotBytes)
-    return fail("mock NCCL: more than 1 MiB per rank");
   comm->stream = reinterpret_cast<CUstream>(stream);
   if (!toHost(comm->slot(comm->rank), in, bytes, comm))
     return fail("mock NCCL: device to host copy failed");
   comm->barrier();
   bool ok = compute();
   comm->barrier();
-  return ok ? done(comm) : fail("mock NCCL: host to device copy failed");
+  return ok ? ncclSuccess : fail("mock NCCL: host to device copy failed");
+}
+
+/// The largest multiple of `element` at most `limit`.
+size_t chunkOf(size_t limit, size_t element) {
+  return limit / element * element;
 }
 
 ncclResult_t reduceInto(ncclComm *comm, void *out, size_t offset, size_t count,
@@ -321,9 +327,17 @@ MOCK_EXPORT ncclResult_t ncclAllReduce(const void *in, void *out, size_t count,
                                        ncclDataType_t type, ncclRedOp_t op,
                                        ncclComm_t comm, cudaStream_t stream) {
   trace("ncclAllReduce");
-  return exchange(comm, in, count * typeSize(type), stream, [&] {
-    return reduceInto(comm, out, 0, count, type, op) == ncclSuccess;
-  });
+  size_t es = typeSize(type), chunk = chunkOf(kSlotBytes, es) / es;
+  for (size_t at = 0; at < count; at += chunk) {
+    size_t n = std::min(chunk, count - at);
+    if (ncclResult_t r = exchange(
+            comm, static_cast<const char *>(in) + at * es, n * es, stream, [&] {
+              return reduceInto(comm, static_cast<char *>(out) + at * es, 0, n,
+                                type, op) == ncclSuccess;
+            }))
+      return r;
+  }
+  return done(comm);
 }
 
 MOCK_EXPORT ncclResult_t ncclAllGather(const void *in, void *out, size_t count,
@@ -331,13 +345,20 @@ MOCK_EXPORT ncclResult_t ncclAllGather(const void *in, void *out, size_t count,
                                        cudaStream_t stream) {
   trace("ncclAllGather");
   size_t bytes = count * typeSize(type);
-  return exchange(comm, in, bytes, stream, [&] {
-    for (int r = 0; r < comm->nranks; ++r)
-      if (!toDevice(static_cast<char *>(out) + size_t(r) * bytes, comm->slot(r),
-                    bytes, comm))
-        return false;
-    return true;
-  });
+  size_t chunk = chunkOf(kSlotBytes, typeSize(type));
+  for (size_t at = 0; at < bytes; at += chunk) {
+    size_t n = std::min(chunk, bytes - at);
+    if (ncclResult_t r = exchange(
+            comm, static_cast<const char *>(in) + at, n, stream, [&] {
+              for (int rk = 0; rk < comm->nranks; ++rk)
+                if (!toDevice(static_cast<char *>(out) + size_t(rk) * bytes + at,
+                              comm->slot(rk), n, comm))
+                  return false;
+              return true;
+            }))
+      return r;
+  }
+  return done(comm);
 }
 
 MOCK_EXPORT ncclResult_t ncclReduceScatter(const void *in, void *out,
@@ -345,11 +366,27 @@ MOCK_EXPORT ncclResult_t ncclReduceScatter(const void *in, void *out,
                                            ncclRedOp_t op, ncclComm_t comm,
                                            cudaStream_t stream) {
   trace("ncclReduceScatter");
-  size_t bytes = count * typeSize(type);
-  return exchange(comm, in, bytes * size_t(comm->nranks), stream, [&] {
-    return reduceInto(comm, out, size_t(comm->rank) * bytes, count, type, op) ==
-           ncclSuccess;
-  });
+  // Each round: every rank puts the same range of each destination's
+  // block at slot offset destination * share; then reduces its own.
+  size_t es = typeSize(type), nr = size_t(comm->nranks);
+  size_t share = chunkOf(kSlotBytes / nr, es) / es;
+  comm->stream = reinterpret_cast<CUstream>(stream);
+  for (size_t at = 0; at < count; at += share) {
+    size_t n = std::min(share, count - at);
+    for (size_t d = 0; d < nr; ++d)
+      if (!toHost(comm->slot(comm->rank) + d * share * es,
+                  static_cast<const char *>(in) + (d * count + at) * es, n * es,
+                  comm))
+        return fail("mock NCCL: device to host copy failed");
+    comm->barrier();
+    ncclResult_t r =
+        reduceInto(comm, static_cast<char *>(out) + at * es,
+                   size_t(comm->rank) * share * es, n, type, op);
+    comm->barrier();
+    if (r != ncclSuccess)
+      return fail("mock NCCL: host to device copy failed");
+  }
+  return done(comm);
 }
 
 MOCK_EXPORT ncclResult_t ncclGroupStart() {
@@ -381,28 +418,36 @@ MOCK_EXPORT ncclResult_t ncclRecv(void *out, size_t count, ncclDataType_t type,
 }
 
 /// Runs the grouped sends and receives of one communicator: each rank
-/// writes what it sends to peer p at offset p of its slot (equal sizes per
-/// peer, as in an all-to-all), then reads from the senders' slots.
+/// writes what it sends to peer p at offset p * share of its slot (equal
+/// sizes per peer, as in an all-to-all), then reads from the senders'
+/// slots; blocks larger than a share go in several rounds.
 MOCK_EXPORT ncclResult_t ncclGroupEnd() {
   if (--groupDepth > 0 || grouped.empty())
     return ncclSuccess;
   ncclComm *comm = grouped.front().first;
   size_t block = grouped.front().second.bytes;
-  if (block * size_t(comm->nranks) > kSlotBytes) {
-    grouped.clear();
-    return fail("mock NCCL: more than 1 MiB per rank");
+  size_t share = kSlotBytes / size_t(comm->nranks) / 8 * 8;
+  for (size_t at = 0; at < block || (block == 0 && at == 0); at += share) {
+    size_t n = std::min(share, block - at);
+    for (auto &[c, op] : grouped)
+      if (op.send &&
+          !toHost(comm->slot(comm->rank) + size_t(op.peer) * share,
+                  static_cast<char *>(op.buffer) + at, n, comm)) {
+        grouped.clear();
+        return fail("mock NCCL: copy failed");
+      }
+    comm->barrier();
+    for (auto &[c, op] : grouped)
+      if (!op.send &&
+          !toDevice(static_cast<char *>(op.buffer) + at,
+                    comm->slot(op.peer) + size_t(comm->rank) * share, n, comm)) {
+        grouped.clear();
+        return fail("mock NCCL: copy failed");
+      }
+    comm->barrier();
+    if (block == 0)
+      break;
   }
-  for (auto &[c, op] : grouped)
-    if (op.send && !toHost(comm->slot(comm->rank) + size_t(op.peer) * block,
-                           op.buffer, op.bytes, comm))
-      return fail("mock NCCL: copy failed");
-  comm->barrier();
-  for (auto &[c, op] : grouped)
-    if (!op.send &&
-        !toDevice(op.buffer, comm->slot(op.peer) + size_t(comm->rank) * block,
-                  op.bytes, comm))
-      return fail("mock NCCL: copy failed");
-  comm->barrier();
   grouped.clear();
   return done(comm);
 }
