@@ -280,7 +280,7 @@ void PlanBuilder::groupAxes() {
     if (axis.members.size() > 1)
       labels.push_back(axisLabel(axis));
   std::string remark = llvm::formatv(
-      "mesh @{0} has {1} axes: the search splits {2} together (search-axes="
+      "mesh @{0} has {1} axes of more than one device: the search splits {2} together (search-axes="
       "{3}); the plan is optimal over that space, search-axes=0 searches "
       "every axis on its own",
       mesh.getSymName(), meshAxes, llvm::join(labels, " and "),

@@ -670,13 +670,18 @@ LogicalResult PlanBuilder::checkCall(Operation *op) {
                        : func::FuncOp();
   if (!callee || callee.isExternal())
     return success();
+  // tp-propagate pins a callee's boundary replicated (pinCalleeBoundaries);
+  // a parameter, an update or a split pin there would take parts.
   auto planned = [](DictionaryAttr attrs) -> StringRef {
+    if (!attrs)
+      return "";
     for (StringRef name :
-         {TPDialect::getParamAttrName(), TPDialect::getLayoutAttrName(),
-          TPDialect::getUpdatesAttrName()})
-      if (attrs && attrs.get(name))
+         {TPDialect::getParamAttrName(), TPDialect::getUpdatesAttrName()})
+      if (attrs.get(name))
         return name;
-    return "";
+    auto layout = attrs.getAs<LayoutAttr>(TPDialect::getLayoutAttrName());
+    return layout && !layout.isReplicated() ? TPDialect::getLayoutAttrName()
+                                            : StringRef();
   };
   auto fail = [&](StringRef what, unsigned i, StringRef attr) {
     InFlightDiagnostic diag =
@@ -687,7 +692,8 @@ LogicalResult PlanBuilder::checkCall(Operation *op) {
                         << what << " #" << i << " of @" << callee.getSymName()
                         << " has " << attr
                         << ", so its planned boundary takes parts; keep "
-                           "tp.param, tp.layout and tp.updates off a callee";
+                           "tp.param, tp.updates and split tp.layout pins "
+                           "off a callee";
     diag.attachNote(callee.getLoc()) << "the callee";
     return diag;
   };

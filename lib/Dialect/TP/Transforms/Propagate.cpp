@@ -15,6 +15,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -306,6 +308,54 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
     return options;
   }
 
+  /// A call has no sharding rule: it runs replicated and passes whole
+  /// values. Each function the module calls therefore takes and returns
+  /// whole values: its tensor arguments and results without a pin get a
+  /// replicated tp.layout (a remark says so), and the planner refuses a
+  /// callee whose boundary is pinned split (PlanBuilder::checkCall).
+  void pinCalleeBoundaries(ModuleOp module, MeshOp mesh) {
+    FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+    StringAttr layoutName =
+        StringAttr::get(module.getContext(), TPDialect::getLayoutAttrName());
+    llvm::SetVector<func::FuncOp> callees;
+    module.walk([&](CallOpInterface call) {
+      auto symbol =
+          dyn_cast_if_present<SymbolRefAttr>(call.getCallableForCallee());
+      if (auto callee = symbol ? SymbolTable::lookupNearestSymbolFrom<
+                                     func::FuncOp>(call, symbol)
+                               : func::FuncOp())
+        if (!callee.isExternal())
+          callees.insert(callee);
+    });
+    for (func::FuncOp callee : callees) {
+      auto replicated = [&](Type type) -> LayoutAttr {
+        auto ranked = dyn_cast<RankedTensorType>(type);
+        return ranked ? LayoutAttr::getReplicated(meshRef, ranked.getRank())
+                      : LayoutAttr();
+      };
+      bool pinned = false;
+      for (unsigned i = 0; i < callee.getNumArguments(); ++i)
+        if (LayoutAttr layout = replicated(callee.getArgumentTypes()[i]);
+            layout && !callee.getArgAttr(i, layoutName) &&
+            !callee.getArgAttr(i, TPDialect::getParamAttrName())) {
+          callee.setArgAttr(i, layoutName, layout);
+          pinned = true;
+        }
+      for (unsigned i = 0; i < callee.getNumResults(); ++i)
+        if (LayoutAttr layout = replicated(callee.getResultTypes()[i]);
+            layout && !callee.getResultAttr(i, layoutName) &&
+            !callee.getResultAttr(i, TPDialect::getUpdatesAttrName())) {
+          callee.setResultAttr(i, layoutName, layout);
+          pinned = true;
+        }
+      if (pinned)
+        callee.emitRemark()
+            << "@" << callee.getSymName()
+            << " is called (func.call has no sharding rule and passes whole "
+               "values): its tensor arguments and results stay whole";
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<PlannerOptions> options = resolveOptions(module);
@@ -320,6 +370,7 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
 
     if (failed(checkResourceBlobs(module, getArgument())))
       return signalPassFailure();
+    pinCalleeBoundaries(module, *mesh);
     CostModel costModel(options->device);
     llvm::json::Array functions;
     for (func::FuncOp func : module.getOps<func::FuncOp>()) {
