@@ -47,10 +47,10 @@ trap 'rm -rf "$tmp"' EXIT
 if (( axes )); then
   printf "%-11s %-3s %-6s %-5s %-26s %-6s %-7s %-7s %-7s %-7s %-14s %s\n" \
     model L graph batch mesh nodes strats plan_s user_s rss_MB groups exact
-  cases=${TP_AXES_CASES:-"gpt2-tiny:1:1:64:a=2;b=2;c=2:fwd \
-gpt2-tiny:8:1:64:a=2;b=2;c=2:fwd gpt2-tiny:1:1:64:dp=2;tp=2;x=2;y=2:fwd \
-gpt2-tiny:8:1:64:dp=2;tp=2;x=2;y=2:fwd gpt2-tiny:1:1:64:a=2;b=2;c=2;d=2;e=2;f=2:fwd \
-gpt2-tiny:8:1:64:a=2;b=2;c=2;d=2;e=2;f=2:fwd llama-tiny:8:1:64:a=2;b=2;c=2:fwd \
+  cases=${TP_AXES_CASES:-"gpt2-tiny:1:1:32:a=2;b=2;c=2:fwd \
+gpt2-tiny:8:1:32:a=2;b=2;c=2:fwd gpt2-tiny:1:2:32:dp=2;tp=2;x=2;y=2:fwd \
+gpt2-tiny:8:2:32:dp=2;tp=2;x=2;y=2:fwd gpt2-tiny:1:1:32:a=2;b=2;c=2;d=2;e=2;f=2:fwd \
+gpt2-tiny:8:1:32:a=2;b=2;c=2;d=2;e=2;f=2:fwd llama-tiny:8:1:32:a=2;b=2;c=2:fwd \
 llama3-8b:32:8:2048:dp=4;tp=4;x=4:fwd llama3-8b:32:8:2048:dp=4;tp=4;x=4:train"}
   for c in $cases; do
     IFS=: read -r preset layers batch seq spec graph <<<"$c"
