@@ -74,7 +74,7 @@ llama3-8b:32:8:2048:dp=4;tp=4;x=4:fwd llama3-8b:32:8:2048:dp=4;tp=4;x=4:train"}
 import json, sys
 r = json.load(open(sys.argv[1]))["functions"][0]
 s = r["solver"]
-groups = " ".join("x".join(g) for g in s.get("axis_groups", [])) or "-"
+groups = " ".join("*".join(g) for g in s.get("axis_groups", [])) or "-"
 print("%-11s %-3s %-6s %-5s %-26s %-6d %-7d %-7.2f %-7.2f %-7.0f %-14s %s" % (
     sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6],
     s["nodes"], s["strategies"], s["seconds"], float(sys.argv[7]),
