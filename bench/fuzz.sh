@@ -68,6 +68,24 @@ for s in $(seq 1 40); do
   python3 "$ROOT/utils/random-program.py" --seed "$s" -o "$SEEDS/rand.mlir"
   add_seed "$SEEDS/rand.mlir"
 done
+# Issue 27's input classes: meshes of 3 to 6 axes (the option byte picks
+# mesh-axes= for every seed whose bits 3-4 are set; the first byte of these
+# seeds does), programs with collectives or already partitioned, functions
+# without arguments, dense_resource blobs of the right and wrong size.
+for f in "$ROOT"/test/bad-input/Inputs/*.mlir; do
+  add_seed "$f"
+done
+for spec in "--preset gpt2-tiny --layers 1" "--preset llama-tiny --layers 1"; do
+  for m in 8 16 24; do
+    # shellcheck disable=SC2086
+    "$BIN/tp-gen" $spec -o "$SEEDS/gen.mlir"
+    printf "\\x$(printf %02x $((m + 1)))\\x00\\x01\\x01" >"$SEEDS/seed$n"
+    cat "$SEEDS/gen.mlir" >>"$SEEDS/seed$n"
+    n=$((n + 1))
+  done
+done
+"$BIN/tp-opt" "$ROOT/test/bad-input/Inputs/small.mlir" --tp-shard=tp=2 \
+  -o "$SEEDS/gen.mlir" && add_seed "$SEEDS/gen.mlir"
 rm -f "$SEEDS/gen.mlir" "$SEEDS/rand.mlir"
 echo "fuzz.sh: tp-fuzz for $HALF s, $n seeds (lit inputs, tp-gen models, random programs)"
 

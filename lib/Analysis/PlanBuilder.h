@@ -29,6 +29,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/EquivalenceClasses.h"
@@ -45,6 +46,14 @@
 namespace mlir::tp::detail {
 
 constexpr double kInf = AssignmentProblem::kInfinity;
+/// Fan-out nodes are pairs (produced layout, shared target): beyond this
+/// many the search relaxes them (PlanBuilder::RelaxedFanOut). Meshes of one
+/// and two axes stay below it (576 pairs at most on tp-gen's models).
+constexpr size_t kMaxFanOutChoices = 1024;
+/// The edge tables of one function may hold at most this many entries
+/// (8 bytes each): beyond it the planner refuses with the number rather
+/// than exhaust memory (search-axes=0 on a mesh of four axes or more).
+constexpr double kMaxTableEntries = double(int64_t(1) << 24);
 
 struct Strategy {
   /// Per input slot (operands first, then captured values): consumed layout.
@@ -72,6 +81,9 @@ struct Node {
   unsigned index = 0;       // Argument/Result: its number
   SmallVector<Input> inputs;
   SmallVector<Strategy> strategies;
+  /// An op without a sharding rule: it reads its inputs whole, parameters
+  /// included (gathered when they are stored split).
+  bool noRule = false;
 };
 
 /// Union-find over tensor dimensions (value, dim), to find token factors.
@@ -83,19 +95,37 @@ public:
       : func(func), mesh(mesh), options(options),
         costModel(options.device), meshRef(FlatSymbolRefAttr::get(
                                        mesh.getSymNameAttr())) {
-    for (auto [name, size] :
-         llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+    for (auto [index, entry] : llvm::enumerate(
+             llvm::zip(mesh.getAxisNames(), mesh.getShape()))) {
+      auto [name, size] = entry;
+      meshIndex[cast<StringAttr>(name)] = index;
       if (size > 1)
-        axes.push_back({cast<StringAttr>(name), size});
+        axes.push_back({cast<StringAttr>(name), size, {cast<StringAttr>(name)}});
+    }
   }
 
   FailureOr<Plan> run();
 
 private:
+  /// A mesh axis of the search: one mesh axis, or a group of mesh axes
+  /// that always split the same factor (groupAxes), of their product size.
+  /// `name` is the first member.
   struct Axis {
     StringAttr name;
     int64_t size;
+    SmallVector<StringAttr, 1> members;
   };
+  /// `axis "tp"`, or `axes "tp" x "x"` for a group.
+  std::string axisLabel(const Axis &axis) const;
+  /// Sorts mesh axis names into mesh order.
+  void sortByMesh(SmallVectorImpl<StringAttr> &names) const;
+  /// On a mesh of more than maxSearchAxes axes (of size > 1), the axes that
+  /// pin no input are grouped so that the search has at most that many
+  /// (data axes stay on their own): a restriction of the space, stated in
+  /// a remark.
+  void groupAxes();
+  /// Axes that pin a non-parameter argument (data axes).
+  DenseSet<StringAttr> getDataAxes();
 
   LogicalResult buildNodes();
   void addArgumentNode(BlockArgument arg);
@@ -105,6 +135,8 @@ private:
   /// it computes from weights alone without reducing.
   void markWeightView(const Node &node);
   LogicalResult checkPins();
+  /// A call to a function whose boundary is planned (not whole values).
+  LogicalResult checkCall(Operation *op);
   void computeTokenClasses();
   void computeResidualStream();
   /// Sequence parallelism on/off: whether `value`, if it is on the residual
@@ -137,6 +169,11 @@ private:
   AssignmentSolution solveWithLiveness(AssignmentProblem &problem,
                                        const SolverOptions &options,
                                        double budget);
+  /// The error for a problem without a feasible assignment: the budget or
+  /// the pins to blame, the pins and the ops without a rule as notes.
+  LogicalResult reportInfeasible(const AssignmentProblem &problem,
+                                 const AssignmentSolution &solution,
+                                 const SolverOptions &solverOptions);
   /// A remark naming the factor sizes that kept ops replicated because a
   /// mesh axis does not divide them (12 heads over 8 devices).
   void explainReplicated();
@@ -147,6 +184,9 @@ private:
   CostModel costModel;
   FlatSymbolRefAttr meshRef;
   SmallVector<Axis> axes;
+  DenseMap<StringAttr, unsigned> meshIndex;
+  /// The groups groupAxes formed (empty: every axis searched on its own).
+  SmallVector<SmallVector<StringAttr, 1>> axisGroups;
 
   std::vector<Node> nodes;
   DenseMap<Value, std::pair<int, unsigned>> producer; // value -> node, result
@@ -186,6 +226,25 @@ private:
     SmallVector<std::pair<LayoutAttr, LayoutAttr>> choices;
   };
   std::vector<FanOut> fanOuts;
+  /// A value with several uses whose fan-out node would have more than
+  /// kMaxFanOutChoices choices: its uses are joined to the producer
+  /// directly, each paying its resharding divided by the number of uses
+  /// that can want the same layout (a lower bound on the merged
+  /// reshardings the partitioner emits, which trueFanOutCost prices).
+  struct RelaxedFanOut {
+    Value value;
+    int node;
+    unsigned result;
+    SmallVector<std::pair<int, unsigned>> uses; // consumer node, slot
+    /// Per layout: the uses that can want it (exact uses excluded).
+    DenseMap<LayoutAttr, int> wanters;
+  };
+  std::vector<RelaxedFanOut> relaxedFanOuts;
+  /// Entries of the edge tables built so far (kMaxTableEntries).
+  double tableEntries = 0;
+  /// Under `choice`: what the relaxed fan-outs' edges charged, and what
+  /// their reshardings cost once each distinct one is emitted once.
+  std::pair<double, double> relaxedFanOutCosts(const std::vector<int> &choice);
 };
 
 bool isSixteenBit(Type type);

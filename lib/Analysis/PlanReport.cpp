@@ -187,10 +187,15 @@ llvm::json::Object mlir::tp::getPlanReport(const Plan &plan,
   // states and activations (TrainingMemory.h).
   if (std::optional<TrainingMemory> training = analyzeTrainingMemory(plan))
     report["training"] = getTrainingReport(*training);
+  llvm::json::Array axisGroups;
+  for (const SmallVector<std::string> &group : plan.axisGroups)
+    axisGroups.push_back(llvm::json::Array(group));
   report["solver"] = Object{{"exact", plan.exact},
                             {"gap", plan.gap},
                             {"lower_bound_seconds", plan.lowerBound},
                             {"relaxed_nodes", plan.relaxedNodes},
+                            {"relaxed_fan_outs", plan.relaxedFanOuts},
+                            {"axis_groups", std::move(axisGroups)},
                             {"solves", plan.solves},
                             {"rematerialized", plan.rematerialized},
                             {"fused_params_split", plan.fusedParamsSplit},

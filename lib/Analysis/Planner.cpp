@@ -63,6 +63,8 @@
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tp;
 using namespace mlir::tp::detail;
@@ -120,7 +122,9 @@ SmallVector<LayoutAttr> PlanBuilder::enumerateLayouts(RankedTensorType type,
       SmallVector<SmallVector<StringAttr>> dims(rank);
       for (size_t i = 0; i < axes.size(); ++i)
         if (choice[i] >= 0)
-          dims[choice[i]].push_back(axes[i].name);
+          llvm::append_range(dims[choice[i]], axes[i].members);
+      for (SmallVector<StringAttr> &d : dims)
+        sortByMesh(d);
       // Each split must leave at least one element per device.
       for (int64_t d = 0; d < rank; ++d) {
         int64_t group = 1;
@@ -214,12 +218,166 @@ void PlanBuilder::explainReplicated() {
     for (auto [size, count] : opsBySize)
       parts.push_back(llvm::formatv("{0} ({1} ops)", size, count));
     std::string remark = llvm::formatv(
-        "mesh axis \"{0}\" ({1}) does not divide factors of size {2} "
+        "mesh {0} ({1}) does not divide factors of size {2} "
         "(heads, kv heads, ...): the ops they index run replicated",
-        axis.name.getValue(), axis.size, llvm::join(parts, ", "));
+        axisLabel(axis), axis.size, llvm::join(parts, ", "));
     emitRemark(func.getLoc()) << remark;
     plan.remarks.push_back(remark);
   }
+}
+
+DenseSet<StringAttr> PlanBuilder::getDataAxes() {
+  DenseSet<StringAttr> dataAxes;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (func.getArgAttr(i, TPDialect::getParamAttrName()))
+      continue;
+    if (auto pinned = func.getArgAttrOfType<LayoutAttr>(
+            i, TPDialect::getLayoutAttrName()))
+      for (StringAttr a : pinned.getUsedAxes())
+        dataAxes.insert(a);
+  }
+  return dataAxes;
+}
+
+std::string PlanBuilder::axisLabel(const Axis &axis) const {
+  SmallVector<std::string> names;
+  for (StringAttr member : axis.members)
+    names.push_back(("\"" + member.getValue() + "\"").str());
+  return (axis.members.size() > 1 ? "axes " : "axis ") +
+         llvm::join(names, " x ");
+}
+
+void PlanBuilder::sortByMesh(SmallVectorImpl<StringAttr> &names) const {
+  llvm::sort(names, [&](StringAttr a, StringAttr b) {
+    return meshIndex.lookup(a) < meshIndex.lookup(b);
+  });
+}
+
+void PlanBuilder::groupAxes() {
+  DenseSet<StringAttr> data = getDataAxes();
+  SmallVector<Axis> kept, free;
+  for (const Axis &axis : axes)
+    (data.contains(axis.name) ? kept : free).push_back(axis);
+  if (options.maxSearchAxes == 0 ||
+      axes.size() <= size_t(options.maxSearchAxes) || free.size() < 2)
+    return;
+  size_t meshAxes = axes.size();
+  // The free axes in mesh order, cut into contiguous groups of sizes as
+  // even as the order allows: an axis joins the group while its middle
+  // stays within the group's share of the (logarithmic) total.
+  size_t groups = std::max<int64_t>(
+      1, std::min<int64_t>(free.size(),
+                           options.maxSearchAxes - int64_t(kept.size())));
+  double logTotal = 0, logDone = 0;
+  for (const Axis &axis : free)
+    logTotal += std::log(double(axis.size));
+  size_t next = 0;
+  for (size_t g = 0; g < groups; ++g) {
+    Axis group = free[next];
+    logDone += std::log(double(free[next++].size));
+    size_t groupsAfter = groups - g - 1;
+    double share = logTotal * (g + 1) / groups;
+    while (next < free.size() && free.size() - next > groupsAfter &&
+           (groupsAfter == 0 ||
+            logDone + std::log(double(free[next].size)) / 2 <= share + 1e-9)) {
+      group.size *= free[next].size;
+      group.members.push_back(free[next].name);
+      logDone += std::log(double(free[next++].size));
+    }
+    axisGroups.push_back(group.members);
+    if (group.members.size() > 1)
+      plan.axisGroups.push_back(llvm::to_vector(llvm::map_range(
+          group.members, [](StringAttr a) { return a.getValue().str(); })));
+    kept.push_back(std::move(group));
+  }
+  llvm::sort(kept, [&](const Axis &a, const Axis &b) {
+    return meshIndex.lookup(a.name) < meshIndex.lookup(b.name);
+  });
+  axes = std::move(kept);
+  SmallVector<std::string> labels;
+  for (const Axis &axis : axes)
+    if (axis.members.size() > 1)
+      labels.push_back(axisLabel(axis));
+  std::string remark = llvm::formatv(
+      "mesh @{0} has {1} axes of more than one device: the search splits {2} together (search-axes="
+      "{3}); the plan is optimal over that space, search-axes=0 searches "
+      "every axis on its own",
+      mesh.getSymName(), meshAxes, llvm::join(labels, " and "),
+      options.maxSearchAxes);
+  emitRemark(func.getLoc()) << remark;
+  plan.remarks.push_back(remark);
+}
+
+LogicalResult
+PlanBuilder::reportInfeasible(const AssignmentProblem &problem,
+                              const AssignmentSolution &solution,
+                              const SolverOptions &solverOptions) {
+  double budget = problem.memoryBudget;
+  // Proven infeasible under a budget: if no assignment satisfies the pins
+  // even without it, the pins (or the shapes) are the cause, not the budget.
+  bool pinsAlone = false;
+  if (budget != kInf && solution.exact) {
+    AssignmentProblem unbounded = problem;
+    unbounded.memoryBudget = kInf;
+    AssignmentSolution free = solveExact(unbounded, solverOptions);
+    pinsAlone = !free.feasible && free.exact;
+  }
+  InFlightDiagnostic diag = emitError(func.getLoc())
+                            << "no layout assignment of '"
+                            << func.getSymName() << "' satisfies the pins";
+  if (pinsAlone)
+    diag << ", with or without the memory budget";
+  else if (budget != kInf)
+    diag << " within the memory budget of " << llvm::formatv("{0:F0}", budget)
+         << " bytes per device (parameters need "
+         << llvm::formatv("{0:F0}", totalParamBytes) << " bytes in all)";
+  if (!solution.exact)
+    diag << "; the search found none within its budget of solves ("
+         << solution.relaxedNodes
+         << " nodes conditioned) and could not prove that none exists";
+  // The pins, and the ops that read everything whole.
+  constexpr unsigned kMaxNotes = 8;
+  unsigned pins = 0;
+  auto notePin = [&](Location loc, const Twine &what, LayoutAttr layout) {
+    if (++pins <= kMaxNotes)
+      diag.attachNote(loc) << what << " is pinned to " << layout;
+  };
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto pin = func.getArgAttrOfType<LayoutAttr>(
+            i, TPDialect::getLayoutAttrName()))
+      notePin(func.getLoc(), "argument #" + Twine(i), pin);
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto pin = func.getResultAttrOfType<LayoutAttr>(
+            i, TPDialect::getLayoutAttrName()))
+      notePin(func.getLoc(), "result #" + Twine(i), pin);
+  for (AnnotateOp annotate : func.getOps<AnnotateOp>())
+    notePin(annotate.getLoc(), "this value", annotate.getLayout());
+  if (pins > kMaxNotes)
+    diag.attachNote(func.getLoc()) << "and " << pins - kMaxNotes
+                                   << " more pins";
+  unsigned ruleless = 0;
+  for (const Node &node : nodes)
+    if (node.noRule && ++ruleless <= kMaxNotes)
+      diag.attachNote(node.op->getLoc())
+          << "'" << node.op->getName()
+          << "' has no sharding rule: it runs replicated, on whole values";
+  if (budget != kInf && !pinsAlone) {
+    // The least the parameters can take per device, each in its smallest
+    // layout (pins and shapes permitting): what a budget must allow.
+    double least = 0;
+    for (int i : paramNodes) {
+      double smallest = kInf;
+      for (const Strategy &s : nodes[i].strategies)
+        smallest = std::min(smallest, s.paramBytes);
+      if (smallest != kInf)
+        least += smallest;
+    }
+    diag.attachNote(func.getLoc())
+        << "the parameters take at least " << llvm::formatv("{0:F0}", least)
+        << " bytes per device in their smallest layouts; allow more with "
+           "param-share=F, memory-budget=BYTES or memory-budget=none";
+  }
+  return diag;
 }
 
 //===----------------------------------------------------------------------===//
@@ -233,15 +391,7 @@ double PlanBuilder::memoryBudget() {
     return *options.absoluteBudget;
   // Parameters may be split over every axis not used to pin a non-parameter
   // argument (those are data axes).
-  DenseSet<StringAttr> dataAxes;
-  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    if (func.getArgAttr(i, TPDialect::getParamAttrName()))
-      continue;
-    if (auto pinned = func.getArgAttrOfType<LayoutAttr>(
-            i, TPDialect::getLayoutAttrName()))
-      for (StringAttr a : pinned.getUsedAxes())
-        dataAxes.insert(a);
-  }
+  DenseSet<StringAttr> dataAxes = getDataAxes();
   paramDevices = 1;
   for (const Axis &axis : axes)
     if (!dataAxes.contains(axis.name))
@@ -302,6 +452,7 @@ FailureOr<Plan> PlanBuilder::run() {
     }
     computeTokenClasses();
     computeResidualStream();
+    groupAxes();
   }
   if (failed(buildNodes()) || failed(checkPins()))
     return failure();
@@ -321,6 +472,13 @@ FailureOr<Plan> PlanBuilder::run() {
   plan.numNodes = nodes.size();
 
   std::vector<std::pair<int, int>> dataflow = buildEdges(problem);
+  if (tableEntries > kMaxTableEntries)
+    return emitError(func.getLoc())
+           << "tp-propagate: the search over the strategies of '"
+           << func.getSymName() << "' on mesh @" << mesh.getSymName()
+           << " needs more than " << llvm::formatv("{0:F0}", kMaxTableEntries)
+           << " table entries (" << plan.numStrategies
+           << " strategies); search fewer independent axes (search-axes=2)";
 
   SolverOptions solverOptions;
   solverOptions.eliminationGroup = eliminationGroups(problem, dataflow);
@@ -329,6 +487,17 @@ FailureOr<Plan> PlanBuilder::run() {
   AssignmentSolution solution =
       liveness ? solveWithLiveness(problem, solverOptions, budget)
                : solveExact(problem, solverOptions);
+  if (!relaxedFanOuts.empty() && solution.feasible) {
+    // The search priced the relaxed fan-outs below what the partitioner
+    // emits: the plan costs the merged reshardings, the search's bound
+    // stays a bound.
+    auto [charged, real] = relaxedFanOutCosts(solution.choice);
+    solution.cost += real - charged;
+    if (solution.exact)
+      solution.lowerBound = solution.cost - real + charged;
+    solution.exact = solution.cost <= solution.lowerBound * (1 + 1e-10);
+    detail::finishBounds(solution);
+  }
   plan.memoryConstraint =
       budget == kInf ? "none" : (liveness ? "liveness" : "parameters");
   plan.livenessPoints = livenessPoints;
@@ -338,41 +507,11 @@ FailureOr<Plan> PlanBuilder::run() {
   plan.solverWidth = solution.width;
   plan.largestFront = solution.largestFront;
   plan.relaxedNodes = solution.relaxedNodes;
+  plan.relaxedFanOuts = relaxedFanOuts.size();
   plan.prunedStrategies = solution.prunedChoices;
   plan.solves = solution.solves;
-  if (!solution.feasible) {
-    // Proven infeasible (exact) or not found within the fallback's budget.
-    InFlightDiagnostic diag = emitError(func.getLoc())
-                              << "no layout assignment of '"
-                              << func.getSymName() << "' satisfies the pins";
-    if (budget != kInf)
-      diag << " within the memory budget of " << llvm::formatv("{0:F0}", budget)
-           << " bytes per device (parameters need "
-           << llvm::formatv("{0:F0}", totalParamBytes) << " bytes in all)";
-    if (!solution.exact)
-      diag << "; the search found none within its budget of solves ("
-           << solution.relaxedNodes
-           << " nodes conditioned) and could not prove that none exists";
-    if (budget != kInf) {
-      // The least the parameters can take per device, each in its
-      // smallest layout (pins and shapes permitting): what a budget must
-      // at least allow.
-      double least = 0;
-      for (int i : paramNodes) {
-        double smallest = kInf;
-        for (const Strategy &s : nodes[i].strategies)
-          smallest = std::min(smallest, s.paramBytes);
-        if (smallest != kInf)
-          least += smallest;
-      }
-      diag.attachNote(func.getLoc())
-          << "the parameters take at least "
-          << llvm::formatv("{0:F0}", least)
-          << " bytes per device in their smallest layouts; allow more with "
-             "param-share=F, memory-budget=BYTES or memory-budget=none";
-    }
-    return diag;
-  }
+  if (!solution.feasible)
+    return reportInfeasible(problem, solution, solverOptions);
 
   // A plan the search could not prove optimal says how far from the
   // optimum it may be.
@@ -384,10 +523,17 @@ FailureOr<Plan> PlanBuilder::run() {
             ? llvm::formatv("{0} hub nodes conditioned, {1} solves",
                             solution.relaxedNodes, solution.solves)
                   .str()
-            : llvm::formatv("Lagrangian bound of the memory budget, {0} "
+        : relaxedFanOuts.empty()
+            ? llvm::formatv("Lagrangian bound of the memory budget, {0} "
                             "solves",
                             solution.solves)
-                  .str();
+                  .str()
+            : std::string();
+    if (!relaxedFanOuts.empty())
+      how += llvm::formatv("{0}{1} values with several uses priced by their "
+                           "shares",
+                           how.empty() ? "" : "; ", relaxedFanOuts.size())
+                 .str();
     std::string warning = llvm::formatv(
         "the plan of '{0}' is not proven optimal: modelled step time {1:e3} "
         "s, lower bound {2:e3} s, relative gap {3:e2} ({4})",
@@ -442,6 +588,9 @@ FailureOr<Plan> PlanBuilder::run() {
   DenseMap<Value, const FanOut *> fanOf;
   for (const FanOut &fan : fanOuts)
     fanOf[fan.value] = &fan;
+  DenseSet<Value> relaxed;
+  for (const RelaxedFanOut &fan : relaxedFanOuts)
+    relaxed.insert(fan.value);
   DenseSet<std::pair<Value, LayoutAttr>> shared;
   for (int n = 0, e = nodes.size(); n < e; ++n) {
     const Node &node = nodes[n];
@@ -452,6 +601,10 @@ FailureOr<Plan> PlanBuilder::run() {
           nodes[u].strategies[solution.choice[u]].results[result];
       LayoutAttr to = s.inputs[in.slot];
       if (from == to)
+        continue;
+      // The partitioner emits each distinct resharding of a relaxed
+      // fan-out once (CSE), as relaxedFanOutCosts priced it.
+      if (relaxed.contains(in.value) && !shared.insert({in.value, to}).second)
         continue;
       if (const FanOut *fan = fanOf.lookup(in.value)) {
         // The shared resharding is counted once.

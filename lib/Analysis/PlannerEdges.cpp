@@ -35,8 +35,12 @@ PlanBuilder::buildEdges(AssignmentProblem &problem) {
                        llvm::function_ref<double(size_t, size_t)> cost) {
     dataflow.push_back({a, b});
     std::vector<double> &table = edgeCosts[{a, b}];
-    if (table.empty())
+    if (table.empty()) {
+      tableEntries += double(rows) * cols;
+      if (tableEntries > kMaxTableEntries)
+        return; // run() reports the size
       table.assign(rows * cols, 0);
+    }
     for (size_t i = 0; i < rows; ++i)
       for (size_t j = 0; j < cols; ++j)
         table[i * cols + j] += cost(i, j);
@@ -46,15 +50,21 @@ PlanBuilder::buildEdges(AssignmentProblem &problem) {
     SmallVector<std::pair<int, Input>> &valueUses = entry.second;
     auto [u, result] = producer.lookup(value);
     const Node &prod = nodes[u];
-    // Parameters are consumed as stored unless asked otherwise.
+    // Parameters are consumed as stored unless asked otherwise, except by
+    // ops without a sharding rule, which read them whole (gathered).
     bool paramExact = !options.reshardParams && paramNodes.contains(u);
     // Values computed from weights alone may be sliced, never moved
-    // (unless the function returns them: a pinned result is a contract).
+    // (unless the function returns them: a pinned result is a contract; or
+    // an op without a sharding rule reads them whole).
     bool viewLocal =
         !options.reshardParams && weightViewNodes.contains(u) &&
         llvm::none_of(valueUses, [&](const std::pair<int, Input> &use) {
-          return nodes[use.first].kind == NodeKind::Result;
+          return nodes[use.first].kind == NodeKind::Result ||
+                 nodes[use.first].noRule;
         });
+    auto exactUse = [&](int v, const Input &in) {
+      return in.exact || (paramExact && !nodes[v].noRule);
+    };
     unsigned resultIndex = result;
     auto resultOf = [&](size_t a) {
       return prod.strategies[a].results[resultIndex];
@@ -83,12 +93,47 @@ PlanBuilder::buildEdges(AssignmentProblem &problem) {
       for (auto &[v, in] : valueUses) {
         const Node &consumer = nodes[v];
         addToEdge(u, v, prod.strategies.size(), consumer.strategies.size(),
-                  [&, in = in](size_t a, size_t b) {
+                  [&, v = v, in = in](size_t a, size_t b) {
                     return price(resultOf(a),
                                  consumer.strategies[b].inputs[in.slot],
-                                 in.exact || paramExact);
+                                 exactUse(v, in));
                   });
       }
+      continue;
+    }
+    size_t pairs = produced.size() * (paramExact ? 1 : 1 + wanted.size());
+    if (pairs > kMaxFanOutChoices) {
+      // Too many pairs for the search (meshes of three axes or more): each
+      // use pays its resharding divided among the uses that can want the
+      // same layout, a lower bound on what the partitioner's merged
+      // reshardings cost (RelaxedFanOut).
+      RelaxedFanOut relaxed;
+      relaxed.value = value;
+      relaxed.node = u;
+      relaxed.result = resultIndex;
+      for (auto &[v, in] : valueUses) {
+        if (exactUse(v, in))
+          continue;
+        llvm::SmallDenseSet<LayoutAttr> mine;
+        for (const Strategy &st : nodes[v].strategies)
+          mine.insert(st.inputs[in.slot]);
+        for (LayoutAttr l : mine)
+          ++relaxed.wanters[l];
+      }
+      DenseMap<LayoutAttr, int> &wanters = relaxed.wanters;
+      for (auto &[v, in] : valueUses) {
+        const Node &consumer = nodes[v];
+        relaxed.uses.push_back({v, in.slot});
+        addToEdge(u, v, prod.strategies.size(), consumer.strategies.size(),
+                  [&, v = v, in = in](size_t a, size_t b) {
+                    LayoutAttr want = consumer.strategies[b].inputs[in.slot];
+                    double full =
+                        price(resultOf(a), want, exactUse(v, in));
+                    int share = wanters.lookup(want);
+                    return full == kInf || share < 2 ? full : full / share;
+                  });
+      }
+      relaxedFanOuts.push_back(std::move(relaxed));
       continue;
     }
     FanOut fan;
@@ -109,7 +154,7 @@ PlanBuilder::buildEdges(AssignmentProblem &problem) {
               });
     for (auto &[v, in] : valueUses) {
       const Node &consumer = nodes[v];
-      bool exact = in.exact || paramExact;
+      bool exact = exactUse(v, in);
       addToEdge(f, v, fan.choices.size(), consumer.strategies.size(),
                 [&, in = in](size_t c, size_t b) {
                   auto [p, l] = fan.choices[c];
@@ -125,3 +170,25 @@ PlanBuilder::buildEdges(AssignmentProblem &problem) {
     problem.addEdge(pair.first, pair.second, std::move(table));
   return dataflow;
 }
+
+std::pair<double, double>
+PlanBuilder::relaxedFanOutCosts(const std::vector<int> &choice) {
+  double charged = 0, real = 0;
+  for (const RelaxedFanOut &fan : relaxedFanOuts) {
+    LayoutAttr produced =
+        nodes[fan.node].strategies[choice[fan.node]].results[fan.result];
+    llvm::SmallDenseSet<LayoutAttr> emitted;
+    for (auto [v, slot] : fan.uses) {
+      LayoutAttr want = nodes[v].strategies[choice[v]].inputs[slot];
+      if (want == produced)
+        continue;
+      double full = reshardTime(produced, want, fan.value);
+      int share = fan.wanters.lookup(want);
+      charged += share < 2 ? full : full / share;
+      if (emitted.insert(want).second)
+        real += full;
+    }
+  }
+  return {charged, real};
+}
+

@@ -57,8 +57,8 @@ void PlanBuilder::addArgumentNode(BlockArgument arg) {
         if (size % axis.size != 0)
           plan.remarks.push_back(llvm::formatv(
               "dimension {0} of size {1} of argument #{2} is not divisible by "
-              "mesh axis \"{3}\" ({4}); {5}",
-              d, size, i, axis.name.getValue(), axis.size,
+              "mesh {3} ({4}); {5}",
+              d, size, i, axisLabel(axis), axis.size,
               options.allowPadding ? "splitting it needs padding"
                                    : "kept unsplit"));
       }
@@ -199,7 +199,8 @@ void PlanBuilder::addOpNode(Operation *op) {
         if (kind && !axes.empty()) {
           SmallVector<StringAttr> all;
           for (const Axis &axis : axes)
-            all.push_back(axis.name);
+            llvm::append_range(all, axis.members);
+          sortByMesh(all);
           s.results = {rep.withPartial(all, *kind)};
           s.description = "constant identity";
           node.strategies.push_back(s);
@@ -222,6 +223,7 @@ void PlanBuilder::addOpNode(Operation *op) {
     if (hasTensors && failed(rule)) {
       op->emitRemark() << reason << "; kept replicated";
       plan.remarks.push_back(reason + "; kept replicated");
+      node.noRule = true;
     }
     addReplicatedStrategy(node, failed(rule) ? "replicated (no rule)"
                                              : "replicated");
@@ -493,17 +495,24 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
     for (size_t i = 0; i < axes.size(); ++i) {
       int64_t f = choice[i];
       if (f < 0) {
-        unusedAxes.push_back(axes[i].name);
+        llvm::append_range(unusedAxes, axes[i].members);
         continue;
       }
-      factorAxes[f].push_back(axes[i].name);
+      llvm::append_range(factorAxes[f], axes[i].members);
       factorGroup[f] *= axes[i].size;
       if (rule.factors[f].kind == FactorKind::Reduction) {
         if (combiner && *combiner != rule.factors[f].combiner)
           return;
         combiner = rule.factors[f].combiner;
-        reductionAxes.push_back(axes[i].name);
+        llvm::append_range(reductionAxes, axes[i].members);
       }
+    }
+    if (!axisGroups.empty()) {
+      // Groups and data axes interleave in the mesh: list them in its order.
+      for (SmallVector<StringAttr> &fa : factorAxes)
+        sortByMesh(fa);
+      sortByMesh(unusedAxes);
+      sortByMesh(reductionAxes);
     }
     for (int64_t f = 0; f < numFactors; ++f) {
       if (factorGroup[f] == 1)
@@ -620,7 +629,11 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
           continue;
         const Factor &factor = rule.factors[f];
         parts.push_back(llvm::formatv(
-            "{0}=f{1}({2} {3})", axes[i].name.getValue(), f,
+            "{0}=f{1}({2} {3})",
+            llvm::join(llvm::map_range(axes[i].members,
+                                       [](StringAttr a) { return a.getValue(); }),
+                       "*"),
+            f,
             factor.kind == FactorKind::Reduction
                 ? "reduction " + stringifyReductionKind(factor.combiner).str()
                 : std::string("parallel"),
@@ -722,8 +735,60 @@ LogicalResult PlanBuilder::buildNodes() {
       if (!capturesTensors)
         continue;
     }
+    if (failed(checkCall(&op)))
+      return failure();
     addOpNode(&op);
   }
+  return success();
+}
+
+/// A call has no sharding rule: it runs replicated and passes whole values.
+/// That is only right when the callee takes and returns whole values, which
+/// the planner gives every argument and result that is neither a parameter
+/// nor pinned nor a training step's update.
+LogicalResult PlanBuilder::checkCall(Operation *op) {
+  auto call = dyn_cast<CallOpInterface>(op);
+  auto symbol = call ? dyn_cast_if_present<SymbolRefAttr>(
+                           call.getCallableForCallee())
+                     : SymbolRefAttr();
+  auto callee = symbol ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                             op, symbol)
+                       : func::FuncOp();
+  if (!callee || callee.isExternal())
+    return success();
+  // tp-propagate pins a callee's boundary replicated (pinCalleeBoundaries);
+  // a parameter, an update or a split pin there would take parts.
+  auto planned = [](DictionaryAttr attrs) -> StringRef {
+    if (!attrs)
+      return "";
+    for (StringRef name :
+         {TPDialect::getParamAttrName(), TPDialect::getUpdatesAttrName()})
+      if (attrs.get(name))
+        return name;
+    auto layout = attrs.getAs<LayoutAttr>(TPDialect::getLayoutAttrName());
+    return layout && !layout.isReplicated() ? TPDialect::getLayoutAttrName()
+                                            : StringRef();
+  };
+  auto fail = [&](StringRef what, unsigned i, StringRef attr) {
+    InFlightDiagnostic diag =
+        op->emitError() << "tp-propagate: '" << op->getName() << "' to @"
+                        << callee.getSymName()
+                        << (callee == func ? " (a recursive call)" : "")
+                        << " runs replicated and passes whole values, but "
+                        << what << " #" << i << " of @" << callee.getSymName()
+                        << " has " << attr
+                        << ", so its planned boundary takes parts; keep "
+                           "tp.param, tp.updates and split tp.layout pins "
+                           "off a callee";
+    diag.attachNote(callee.getLoc()) << "the callee";
+    return diag;
+  };
+  for (unsigned i = 0; i < callee.getNumArguments(); ++i)
+    if (StringRef attr = planned(callee.getArgAttrDict(i)); !attr.empty())
+      return fail("argument", i, attr);
+  for (unsigned i = 0; i < callee.getNumResults(); ++i)
+    if (StringRef attr = planned(callee.getResultAttrDict(i)); !attr.empty())
+      return fail("result", i, attr);
   return success();
 }
 
@@ -731,11 +796,16 @@ LogicalResult PlanBuilder::buildNodes() {
 /// argument pinned by `tp.layout` and a `tp.annotate` that disagree.
 LogicalResult PlanBuilder::checkPins() {
   // A pin that splits a dimension its devices cannot share: fewer elements
-  // than devices, or a remainder without padding (or over several axes).
+  // than devices, or a remainder without padding (or over several axes);
+  // or a pin on another mesh than the one planned for.
   auto checkSplit = [&](LayoutAttr layout, RankedTensorType type,
                         auto emit) -> LogicalResult {
     if (!layout || !type)
       return success();
+    if (layout.getMesh() != meshRef)
+      return emit() << "pinned layout " << layout << " is on mesh "
+                    << layout.getMesh() << ", but '" << func.getSymName()
+                    << "' is planned on mesh " << meshRef;
     for (int64_t d = 0; d < layout.getRank(); ++d) {
       SmallVector<StringAttr> axes = layout.getDimAxes(d);
       int64_t group = 1;
@@ -819,6 +889,10 @@ LogicalResult PlanBuilder::checkPins() {
                                 << "pinned layout " << annotate.getLayout()
                                 << " cannot be produced by "
                                 << describeValue(annotate.getInput());
+      if (isa<BlockArgument>(annotate.getInput()))
+        diag << ", which arrives whole (it is not a tp.param); an argument's "
+                "layout is pinned with tp.layout on the argument: {tp.layout = "
+             << annotate.getLayout() << "}";
       if (Operation *def = annotate.getInput().getDefiningOp())
         diag.attachNote(def->getLoc()) << "produced here";
       return diag;

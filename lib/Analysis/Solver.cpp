@@ -585,6 +585,9 @@ Front Eliminator::add(const Front &a, const Front &b) {
 }
 
 bool Eliminator::eliminate(int x) {
+  if (budget != AssignmentProblem::kInfinity &&
+      effort > options.maxParetoWork)
+    return false; // out of work: the caller keeps the Lagrangian plan
   std::vector<int> involved;
   for (int t : tablesOf[x])
     if (tables[t].alive)

@@ -45,6 +45,8 @@ using namespace mlir::tp::detail;
 namespace {
 
 constexpr double kInf = AssignmentProblem::kInfinity;
+/// About a second of comparisons.
+constexpr double kMaxDominanceWork = double(int64_t(1) << 28);
 
 struct Incidence {
   int edge;
@@ -94,8 +96,11 @@ ProblemReduction detail::reduceProblem(const AssignmentProblem &problem,
   std::vector<int> work(n);
   for (int i = 0; i < n; ++i)
     work[i] = n - 1 - i;
-  std::vector<double> delta;
-  while (!work.empty()) {
+  // Dominance is optional (the elimination is exact without it): it
+  // stops after kMaxDominanceWork edge entries compared, so that nodes of
+  // thousands of choices cannot make it quadratic without bound.
+  double compared = 0;
+  while (!work.empty() && compared <= kMaxDominanceWork) {
     int i = work.back();
     work.pop_back();
     queued[i] = 0;
@@ -103,7 +108,7 @@ ProblemReduction detail::reduceProblem(const AssignmentProblem &problem,
       continue;
     int k = problem.numChoices(i);
     bool removed = false;
-    for (int r = 0; r < k; ++r) {
+    for (int r = 0; r < k && compared <= kMaxDominanceWork; ++r) {
       if (!live[i][r])
         continue;
       for (int s = 0; s < k; ++s) {
@@ -117,7 +122,8 @@ ProblemReduction detail::reduceProblem(const AssignmentProblem &problem,
           const AssignmentProblem::Edge &e = problem.edges[inc.edge];
           int j = inc.first ? e.v : e.u;
           double worst = -kInf;
-          for (int t = 0; t < problem.numChoices(j); ++t) {
+          int t = 0;
+          for (; t < problem.numChoices(j); ++t) {
             if (!live[j][t])
               continue;
             double cr = edgeCost(problem, inc, r, t);
@@ -128,6 +134,7 @@ ProblemReduction detail::reduceProblem(const AssignmentProblem &problem,
             if (worst == kInf)
               break;
           }
+          compared += t + 1;
           sum += worst;
           if (sum == kInf || std::isnan(sum))
             break;

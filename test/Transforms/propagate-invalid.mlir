@@ -62,6 +62,7 @@ func.func @rows_need_whole_weight(%x: tensor<64x32xf32>, %w: tensor<32x64xf32> {
   %e = tensor.empty() : tensor<64x64xf32>
   %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
   %h = linalg.matmul ins(%x, %w : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  // expected-note @below {{this value is pinned to #tp.layout<@m, ["tp", -]>}}
   %p = tp.annotate %h layout <@m, ["tp", -]> : tensor<64x64xf32>
   return %p : tensor<64x64xf32>
 }

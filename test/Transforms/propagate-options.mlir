@@ -4,6 +4,12 @@
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 memory-budget=lots" 2>&1 | FileCheck %s --check-prefix=BUDGET
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 sequence-parallel=maybe" 2>&1 | FileCheck %s --check-prefix=SP
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 link-bandwidth=-5" 2>&1 | FileCheck %s --check-prefix=BW
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 link-bandwidth=0" 2>&1 | FileCheck %s --check-prefix=BW0
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 peak-flops=1e-310" 2>&1 | FileCheck %s --check-prefix=FLOPS
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 memory-bandwidth=0.5" 2>&1 | FileCheck %s --check-prefix=MEMBW
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 link-latency=1e300" 2>&1 | FileCheck %s --check-prefix=LAT
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=0" 2>&1 | FileCheck %s --check-prefix=TP0
+// RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 search-axes=-1" 2>&1 | FileCheck %s --check-prefix=SEARCH
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="mesh=nope" 2>&1 | FileCheck %s --check-prefix=MESH
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=two" 2>&1 | FileCheck %s --check-prefix=PARSE
 // RUN: %expect-exit 1 tp-opt %s --tp-propagate="tp=4 report=/nonexistent-dir/r.json" 2>&1 | FileCheck %s --check-prefix=REPORT
@@ -21,7 +27,13 @@
 // DEVICE: error: tp-propagate: unknown device profile 'tpu-v9'; known: h100-nvlink, h200-nvlink, a100-nvlink, h100-pcie
 // BUDGET: error: tp-propagate: memory-budget='lots' is neither 'none' nor a positive number of bytes
 // SP: error: tp-propagate: sequence-parallel='maybe' must be auto, on or off
-// BW: error: tp-propagate: bandwidths and flops must not be negative
+// BW: error: tp-propagate: link-bandwidth=-5 must be from 1 to 1e30 bytes/s (-1, the default, keeps the device's)
+// BW0: error: tp-propagate: link-bandwidth=0 must be from 1 to 1e30 bytes/s (-1, the default, keeps the device's)
+// FLOPS: error: tp-propagate: peak-flops=1e-310 must be from 1 to 1e30 FLOP/s
+// MEMBW: error: tp-propagate: memory-bandwidth=0.5 must be from 1 to 1e30 bytes/s
+// LAT: error: tp-propagate: link-latency=1e+300 must be at most 1e6 seconds
+// TP0: error: tp-propagate: tp=0 must be at least 1
+// SEARCH: error: tp-propagate: search-axes=-1 must not be negative (0: every axis on its own)
 // MESH: error: tp-propagate: mesh=nope names no tp.mesh
 // SHARE: error: tp-propagate: param-share=0.50 must be at least 1 (parameters cannot take less than their share)
 // CONST: error: tp-propagate: large-constant-bytes=0 must be at least 1

@@ -1,8 +1,9 @@
 //===- tp-fuzz.cpp - libFuzzer target for the tp-shard pipeline -*- C++ -*-===//
 //
 // Input: one option byte block, then MLIR text. The first four bytes pick
-// the pipeline options (tp, sequence parallelism, memory constraint,
-// padding); the rest is parsed as a module and, when it parses and
+// the pipeline options (the mesh: tp=N or 3 to 6 axes, sequence
+// parallelism, memory constraint, padding); a module that declares a
+// tp.mesh is planned on it; the rest is parsed as a module and, when it parses and
 // verifies, planned, partitioned and optimised. Diagnostics are swallowed:
 // the only failures are crashes and sanitizer reports. After a successful
 // pipeline the result must pass --tp-verify-partitioned (the pipeline ends
@@ -16,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tp/Dialect/TP/IR/TPOps.h"
 #include "tp/Dialect/TP/Transforms/Passes.h"
 #include "tp/InitTP.h"
 
@@ -96,7 +98,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   MLIRContext &context = getContext();
   tp::ShardPipelineOptions options;
+  // data[0]: the mesh. Low 3 bits: tp=1..8; bits 3-4: a mesh of several
+  // axes instead (mesh-axes=, 2 to 6 axes: issue 27's hangs); a module
+  // that declares its own tp.mesh is planned on it.
+  static const char *meshes[] = {"", "a=2,b=2,c=2", "dp=2,tp=2,x=2,y=2",
+                                 "a=2,b=3,c=2,d=1,e=2,f=2"};
   options.tp = 1 + data[0] % 8;
+  if (const char *axes = meshes[(data[0] >> 3) % 4]; *axes) {
+    options.tp = -1;
+    options.meshAxes = axes;
+  }
   static const char *sp[] = {"auto", "on", "off"};
   options.sequenceParallel = sp[data[1] % 3];
   options.memoryBudget = data[2] % 4 == 0 ? "none" : "";
@@ -110,6 +121,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       parseSourceString<ModuleOp>(text, ParserConfig(&context));
   if (!module || failed(verify(*module)))
     return 0;
+  if (!module->getOps<tp::MeshOp>().empty()) {
+    options.tp = -1;
+    options.meshAxes = "";
+  }
   // The solver's claim, function by function (docs/passes/propagate.md).
   options.reportCallback = [](const llvm::json::Value &root) {
     const llvm::json::Array *functions =

@@ -59,6 +59,11 @@ struct PlannerOptions {
   /// without one (weights, their gradients' updates, optimizer states)
   /// keep every choice, so sharded optimizer states remain possible.
   bool dataAxesOnBatch = true;
+  /// The search splits factors over at most this many independent axes: on
+  /// a mesh with more (of size > 1), the axes that pin no input are grouped
+  /// into contiguous groups that split the same factor together, and the
+  /// plan is optimal over that space (a remark says so). 0: no grouping.
+  int64_t maxSearchAxes = 2;
 };
 
 /// One layout change on a use, with the collectives that realise it.
@@ -121,6 +126,11 @@ struct Plan {
   double gap = 0;
   int relaxedNodes = 0;
   int solves = 0;
+  /// Values whose fan-out was relaxed (too many pairs), and the mesh axes
+  /// the search split together (axes of more than PlannerOptions::
+  /// maxSearchAxes; empty: each axis on its own).
+  int relaxedFanOuts = 0;
+  SmallVector<SmallVector<std::string>> axisGroups;
   /// Strategies the solver removed as dominated before the elimination.
   int prunedStrategies = 0;
   /// What the memory budget bounds: "none", "parameters" (the default

@@ -98,6 +98,12 @@ struct SolverOptions {
   /// (SolverMinSum.cpp), which takes a few nanoseconds per unit of work
   /// instead of tens: 2^29 is about two seconds.
   double maxMinSumWork = double(int64_t(1) << 29);
+  /// The elimination with Pareto fronts under a memory budget stops after
+  /// combining this many front entries (about 100 ns each: a few
+  /// seconds); the Lagrangian search's best plan is then returned with
+  /// its gap (issue 27: an 8-layer tiny GPT-2 on a 4 x 2 mesh ran for
+  /// minutes in this pass; 2^28 entries took 33 s).
+  double maxParetoWork = double(int64_t(1) << 26);
   /// Fallback: when the picked nodes' choice counts multiply to at most
   /// this many assignments (and their solves fit maxFallbackWork), every
   /// one is solved and the answer is exact.

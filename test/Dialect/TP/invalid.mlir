@@ -31,6 +31,23 @@ tp.mesh @m ["dp" = -2]
 
 // -----
 
+// A mesh is capped as mesh-axes= is: sizes whose product overflows 64 bits
+// used to divide by zero in the planner.
+// expected-error @+1 {{'tp.mesh' op axis "x" has size 4294967296; a mesh has at most 1048576 devices}}
+tp.mesh @m ["x" = 4294967296, "y" = 4294967296]
+
+// -----
+
+// expected-error @+1 {{'tp.mesh' op has 1048578 devices up to axis "y"; a mesh has at most 1048576}}
+tp.mesh @m ["x" = 524289, "y" = 2]
+
+// -----
+
+// expected-error @+1 {{'tp.mesh' op has 2097152 devices up to axis "z"; a mesh has at most 1048576}}
+tp.mesh @m ["x" = 1024, "y" = 1024, "z" = 2]
+
+// -----
+
 tp.mesh @m ["tp" = 4]
 func.func @annotate_rank(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{'tp.annotate' op layout has rank 1 but the type 'tensor<8x16xf32>' has rank 2}}

@@ -197,6 +197,20 @@ LogicalResult MeshOp::verify() {
       return emitOpError() << "axis \"" << name << "\" has size " << size
                            << "; sizes must be at least 1";
   }
+  // Each size is checked before it multiplies: no overflow.
+  int64_t devices = 1;
+  for (auto [nameAttr, size] : llvm::zip(names, shape)) {
+    StringRef name = cast<StringAttr>(nameAttr).getValue();
+    if (size > kMaxDevices)
+      return emitOpError() << "axis \"" << name << "\" has size " << size
+                           << "; a mesh has at most " << kMaxDevices
+                           << " devices";
+    devices *= size;
+    if (devices > kMaxDevices)
+      return emitOpError() << "has " << devices << " devices up to axis \""
+                           << name << "\"; a mesh has at most "
+                           << kMaxDevices;
+  }
   return success();
 }
 

@@ -83,6 +83,20 @@ FailureOr<Value> ExportShardPass::annotate(OpBuilder &builder, Location loc,
   FailureOr<shard::GridAxesArrayAttr> axes = splitAxes(layout, at);
   if (failed(axes))
     return failure();
+  // Upstream's shard-partition splits every dimension evenly (and rejects
+  // the uneven ones); a padded split has no upstream spelling.
+  auto type = cast<RankedTensorType>(value.getType());
+  MeshOp mesh = lookupMesh(at, layout.getMesh(), symbols);
+  for (int64_t d = 0, e = layout.getRank(); d < e; ++d) {
+    int64_t devices = *mesh.getGroupSize(layout.getDimAxes(d));
+    int64_t size = type.getDimSize(d);
+    if (devices > 1 && !ShapedType::isDynamic(size) && size % devices != 0)
+      return at->emitError()
+             << "tp-export-shard: the plan splits dimension " << d
+             << " of size " << size << " of a " << type << " over " << devices
+             << " devices unevenly (padded), which upstream shard cannot "
+                "express; plan with allow-padding=false to export";
+  }
   auto sharding = shard::ShardingOp::create(
       builder, loc, shard::ShardingType::get(builder.getContext()),
       layout.getMesh(), *axes, builder.getDenseI64ArrayAttr({}), ValueRange(),

@@ -33,6 +33,7 @@
 
 #include "tp/Dialect/TP/Transforms/Passes.h"
 
+#include "tp/Dialect/TP/IR/InputChecks.h"
 #include "tp/Dialect/TP/IR/TPOps.h"
 #include "tp/Dialect/TP/Transforms/ReshardUtils.h"
 
@@ -696,6 +697,8 @@ struct PartitionPass : public tp::impl::PartitionPassBase<PartitionPass> {
                             "block";
         return signalPassFailure();
       }
+      if (failed(checkGlobalProgram(func, getArgument())))
+        return signalPassFailure();
       // The mesh: the one the plan's layouts name.
       MeshOp mesh;
       auto visit = [&](Attribute attr) {
@@ -712,6 +715,16 @@ struct PartitionPass : public tp::impl::PartitionPassBase<PartitionPass> {
             visit(a);
       });
       if (!mesh) {
+        // A function without tensors (`func.func @g() { return }`) has
+        // nothing to plan and nothing to partition.
+        auto isTensor = [](Type t) { return isa<TensorType>(t); };
+        bool tensors = llvm::any_of(func.getArgumentTypes(), isTensor) ||
+                       llvm::any_of(func.getResultTypes(), isTensor);
+        func.walk([&](Operation *op) {
+          tensors |= llvm::any_of(op->getResultTypes(), isTensor);
+        });
+        if (!tensors)
+          continue;
         func.emitError() << "tp-partition: function '" << func.getSymName()
                          << "' has no plan (run --tp-propagate first)";
         return signalPassFailure();

@@ -10,12 +10,16 @@
 
 #include "tp/Analysis/Planner.h"
 #include "tp/Analysis/ShardingRules.h"
+#include "tp/Dialect/TP/IR/InputChecks.h"
 #include "tp/Dialect/TP/IR/TPOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include <cmath>
@@ -29,6 +33,11 @@ namespace mlir::tp {
 
 using namespace mlir;
 using namespace mlir::tp;
+
+/// A number as printf's %g writes it ("0", "1e-310", "-5").
+static std::string shortNumber(double value) {
+  return llvm::formatv("{0}", llvm::format("%g", value)).str();
+}
 
 /// Parses "123", "1.5G", "80Gi", ... into bytes.
 static std::optional<double> parseBytes(StringRef text) {
@@ -69,12 +78,11 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
   /// The mesh to plan for, created from `tp=N` when asked.
   FailureOr<MeshOp> resolveMesh(ModuleOp module) {
     SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
-    if (tp < 0)
+    // -1, the default: no tp=, the mesh comes from mesh-axes= or the module.
+    if (tp < 1 && tp != -1)
       return emitError(module.getLoc())
              << "tp-propagate: tp=" << int64_t(tp) << " must be at least 1";
-    // Device counts beyond this are no machine's; it also keeps products of
-    // mesh sizes and per-device byte counts far from overflow.
-    constexpr int64_t kMaxDevices = int64_t(1) << 20;
+    constexpr int64_t kMaxDevices = MeshOp::kMaxDevices;
     if (tp > kMaxDevices)
       return emitError(module.getLoc())
              << "tp-propagate: tp=" << int64_t(tp) << " is more than "
@@ -212,9 +220,6 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
       return emitError(module.getLoc())
              << "tp-propagate: unknown device profile '" << device
              << "'; known: " << llvm::join(DeviceProfile::names(), ", ");
-    if (linkBandwidth < 0 || peakFlops < 0 || memoryBandwidth < 0)
-      return emitError(module.getLoc())
-             << "tp-propagate: bandwidths and flops must not be negative";
     for (auto [name, value] :
          {std::pair<StringRef, double>{"link-bandwidth", linkBandwidth},
           {"link-latency", linkLatency},
@@ -225,19 +230,36 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
         return emitError(module.getLoc())
                << "tp-propagate: " << name << "=" << value
                << " is not a finite number";
+    // Rates replace the device's (-1, the default, keeps it) and must keep
+    // every modelled time finite and positive: a rate of 0 or a denormal
+    // one would make every cost infinite.
+    for (auto [name, value, unit] :
+         {std::tuple<StringRef, double, StringRef>{"link-bandwidth",
+                                                   linkBandwidth, "bytes/s"},
+          {"peak-flops", peakFlops, "FLOP/s"},
+          {"memory-bandwidth", memoryBandwidth, "bytes/s"}})
+      if (value != -1 && !(value >= 1 && value <= 1e30))
+        return emitError(module.getLoc())
+               << "tp-propagate: " << name << "=" << shortNumber(value)
+               << " must be from 1 to 1e30 " << unit
+               << " (-1, the default, keeps the device's)";
     if (linkLatency < 0 && linkLatency != -1)
       return emitError(module.getLoc())
              << "tp-propagate: link-latency=" << double(linkLatency)
              << " must not be negative (-1, the default, keeps the device's)";
-    if (linkBandwidth > 0)
+    if (linkLatency > 1e6)
+      return emitError(module.getLoc())
+             << "tp-propagate: link-latency=" << shortNumber(linkLatency)
+             << " must be at most 1e6 seconds";
+    if (linkBandwidth != -1)
       profile->linkBandwidth = linkBandwidth;
     if (linkLatency >= 0)
       profile->linkLatency = linkLatency;
-    if (peakFlops > 0) {
+    if (peakFlops != -1) {
       profile->flops32 *= peakFlops / profile->flops16;
       profile->flops16 = peakFlops;
     }
-    if (memoryBandwidth > 0)
+    if (memoryBandwidth != -1)
       profile->memoryBandwidth = memoryBandwidth;
     if (!deviceMemory.empty()) {
       std::optional<double> bytes = parseBytes(deviceMemory);
@@ -291,7 +313,60 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
     options.splitFusedParams = splitFusedParams;
     options.rematerialize = rematerialize;
     options.dataAxesOnBatch = dataAxesOnBatch;
+    if (searchAxes < 0)
+      return emitError(module.getLoc())
+             << "tp-propagate: search-axes=" << int64_t(searchAxes)
+             << " must not be negative (0: every axis on its own)";
+    options.maxSearchAxes = searchAxes;
     return options;
+  }
+
+  /// A call has no sharding rule: it runs replicated and passes whole
+  /// values. Each function the module calls therefore takes and returns
+  /// whole values: its tensor arguments and results without a pin get a
+  /// replicated tp.layout (a remark says so), and the planner refuses a
+  /// callee whose boundary is pinned split (PlanBuilder::checkCall).
+  void pinCalleeBoundaries(ModuleOp module, MeshOp mesh) {
+    FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+    StringAttr layoutName =
+        StringAttr::get(module.getContext(), TPDialect::getLayoutAttrName());
+    llvm::SetVector<func::FuncOp> callees;
+    module.walk([&](CallOpInterface call) {
+      auto symbol =
+          dyn_cast_if_present<SymbolRefAttr>(call.getCallableForCallee());
+      if (auto callee = symbol ? SymbolTable::lookupNearestSymbolFrom<
+                                     func::FuncOp>(call, symbol)
+                               : func::FuncOp())
+        if (!callee.isExternal())
+          callees.insert(callee);
+    });
+    for (func::FuncOp callee : callees) {
+      auto replicated = [&](Type type) -> LayoutAttr {
+        auto ranked = dyn_cast<RankedTensorType>(type);
+        return ranked ? LayoutAttr::getReplicated(meshRef, ranked.getRank())
+                      : LayoutAttr();
+      };
+      bool pinned = false;
+      for (unsigned i = 0; i < callee.getNumArguments(); ++i)
+        if (LayoutAttr layout = replicated(callee.getArgumentTypes()[i]);
+            layout && !callee.getArgAttr(i, layoutName) &&
+            !callee.getArgAttr(i, TPDialect::getParamAttrName())) {
+          callee.setArgAttr(i, layoutName, layout);
+          pinned = true;
+        }
+      for (unsigned i = 0; i < callee.getNumResults(); ++i)
+        if (LayoutAttr layout = replicated(callee.getResultTypes()[i]);
+            layout && !callee.getResultAttr(i, layoutName) &&
+            !callee.getResultAttr(i, TPDialect::getUpdatesAttrName())) {
+          callee.setResultAttr(i, layoutName, layout);
+          pinned = true;
+        }
+      if (pinned)
+        callee.emitRemark()
+            << "@" << callee.getSymName()
+            << " is called (func.call has no sharding rule and passes whole "
+               "values): its tensor arguments and results stay whole";
+    }
   }
 
   void runOnOperation() override {
@@ -306,11 +381,16 @@ struct PropagatePass : public tp::impl::PropagatePassBase<PropagatePass> {
     if (failed(pinBatchAxis(module, *mesh)))
       return signalPassFailure();
 
+    if (failed(checkResourceBlobs(module, getArgument())))
+      return signalPassFailure();
+    pinCalleeBoundaries(module, *mesh);
     CostModel costModel(options->device);
     llvm::json::Array functions;
     for (func::FuncOp func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
+      if (failed(checkGlobalProgram(func, getArgument())))
+        return signalPassFailure();
       FailureOr<Plan> plan = planFunction(func, *mesh, *options);
       if (failed(plan))
         return signalPassFailure();

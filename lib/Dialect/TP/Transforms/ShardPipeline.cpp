@@ -36,6 +36,7 @@ void mlir::tp::buildShardPipeline(OpPassManager &pm,
   propagate.splitFusedParams = options.splitFusedParams;
   propagate.rematerialize = options.rematerialize;
   propagate.dataAxesOnBatch = options.dataAxesOnBatch;
+  propagate.searchAxes = options.searchAxes;
   propagate.report = options.report;
   if (!options.hoistConstants.empty()) {
     HoistConstantsPassOptions hoist;

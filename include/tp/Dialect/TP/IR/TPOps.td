@@ -49,6 +49,9 @@ def TP_MeshOp : TP_Op<"mesh", [Symbol]> {
     std::optional<int64_t> getGroupSize(::llvm::ArrayRef<::mlir::StringAttr> axes);
     /// Number of devices in the mesh.
     int64_t getNumDevices();
+    /// The most devices a mesh may have: no machine has more, and products
+    /// of mesh sizes and per-device byte counts stay far from overflow.
+    static constexpr int64_t kMaxDevices = int64_t(1) << 20;
   }];
 }
 

@@ -40,7 +40,7 @@ std::unique_ptr<Pass> createPropagatePass(const PropagatePassOptions &options,
 /// collective optimiser's.
 struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
   Option<int64_t> tp{*this, "tp", llvm::cl::desc("Devices on a 1-D mesh axis \"tp\""),
-                     llvm::cl::init(0)};
+                     llvm::cl::init(-1)};
   Option<std::string> mesh{*this, "mesh",
                            llvm::cl::desc("The tp.mesh to plan for"),
                            llvm::cl::init("")};
@@ -58,16 +58,16 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
                              llvm::cl::init("h100-nvlink")};
   Option<double> linkBandwidth{*this, "link-bandwidth",
                                llvm::cl::desc("Override: link bytes/s"),
-                               llvm::cl::init(0)};
+                               llvm::cl::init(-1)};
   Option<double> linkLatency{*this, "link-latency",
                              llvm::cl::desc("Override: seconds per ring step"),
                              llvm::cl::init(-1)};
   Option<double> peakFlops{*this, "peak-flops",
                            llvm::cl::desc("Override: 16-bit FLOP/s"),
-                           llvm::cl::init(0)};
+                           llvm::cl::init(-1)};
   Option<double> memoryBandwidth{*this, "memory-bandwidth",
                                  llvm::cl::desc("Override: memory bytes/s"),
-                                 llvm::cl::init(0)};
+                                 llvm::cl::init(-1)};
   Option<std::string> deviceMemory{
       *this, "device-memory",
       llvm::cl::desc("Override: bytes of device memory"), llvm::cl::init("")};
@@ -106,6 +106,10 @@ struct ShardPipelineOptions : public PassPipelineOptions<ShardPipelineOptions> {
       llvm::cl::desc("A data axis splits only the batch factors of the ops "
                      "that have one"),
       llvm::cl::init(true)};
+  Option<int64_t> searchAxes{
+      *this, "search-axes",
+      llvm::cl::desc("Independent mesh axes of the search (0: all)"),
+      llvm::cl::init(2)};
   Option<bool> splitFusedParams{
       *this, "split-fused-params",
       llvm::cl::desc("Split fused weights into their pieces (tp.source)"),

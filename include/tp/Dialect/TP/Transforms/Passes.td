@@ -43,9 +43,9 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::tp::TPDialect"];
   let options = [
-    Option<"tp", "tp", "int64_t", /*default=*/"0",
+    Option<"tp", "tp", "int64_t", /*default=*/"-1",
            "Plan for a 1-D mesh of this many devices on axis \"tp\" "
-           "(creates tp.mesh @tp; 0: use the module's mesh)">,
+           "(creates tp.mesh @tp; -1, the default: the module's mesh)">,
     Option<"meshName", "mesh", "std::string", /*default=*/"\"\"",
            "The tp.mesh to plan for when the module declares several">,
     Option<"meshAxes", "mesh-axes", "std::string", /*default=*/"\"\"",
@@ -58,14 +58,16 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
            "parallelism: the batch)">,
     Option<"device", "device", "std::string", /*default=*/"\"h100-nvlink\"",
            "Device profile: h100-nvlink, h200-nvlink, a100-nvlink, h100-pcie">,
-    Option<"linkBandwidth", "link-bandwidth", "double", /*default=*/"0",
-           "Override: bytes/s each device sends over the interconnect">,
+    Option<"linkBandwidth", "link-bandwidth", "double", /*default=*/"-1",
+           "Override: bytes/s each device sends over the interconnect (-1: "
+           "the device's)">,
     Option<"linkLatency", "link-latency", "double", /*default=*/"-1",
            "Override: seconds per step of a ring collective">,
-    Option<"peakFlops", "peak-flops", "double", /*default=*/"0",
-           "Override: FLOP/s (16-bit; f32 is scaled by the profile's ratio)">,
-    Option<"memoryBandwidth", "memory-bandwidth", "double", /*default=*/"0",
-           "Override: bytes/s of device memory">,
+    Option<"peakFlops", "peak-flops", "double", /*default=*/"-1",
+           "Override: FLOP/s (16-bit; f32 is scaled by the profile's ratio; "
+           "-1: the device's)">,
+    Option<"memoryBandwidth", "memory-bandwidth", "double", /*default=*/"-1",
+           "Override: bytes/s of device memory (-1: the device's)">,
     Option<"deviceMemory", "device-memory", "std::string", /*default=*/"\"\"",
            "Override: bytes of device memory (suffixes K, M, G, Ki, Mi, Gi); "
            "a plan needing more gets a warning naming its largest activation">,
@@ -103,6 +105,11 @@ def PropagatePass : Pass<"tp-propagate", "::mlir::ModuleOp"> {
            "On a mesh with data axes (axes pinning a non-parameter input) "
            "and other axes, a data axis splits only the batch factors of "
            "the ops that have one">,
+    Option<"searchAxes", "search-axes", "int64_t", /*default=*/"2",
+           "Independent mesh axes the search splits factors over: on a mesh "
+           "of more axes (of size > 1) the axes that pin no input are "
+           "grouped, each group splitting one factor together (0: every "
+           "axis on its own, the whole space)">,
     Option<"splitFusedParams", "split-fused-params", "bool",
            /*default=*/"true",
            "Give each piece of a fused weight that the program slices apart "
