@@ -22,10 +22,16 @@ def plan(*args, **kwargs):
     return _plan(*args, **kwargs)
 
 
+def plan_module(*args, **kwargs):
+    from .planning import plan_module as _plan_module
+    return _plan_module(*args, **kwargs)
+
+
 def parallelize(*args, **kwargs):
     from .parallel import parallelize as _parallelize
     return _parallelize(*args, **kwargs)
 
 
 plan.__doc__ = "tp_opt.planning.plan: see docs/python.md"
+plan_module.__doc__ = "tp_opt.planning.plan_module: see docs/python.md"
 parallelize.__doc__ = "tp_opt.parallel.parallelize: see docs/python.md"

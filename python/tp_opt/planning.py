@@ -83,6 +83,18 @@ def _mesh_option(tp, mesh):
     return dict(mesh), opt
 
 
+def _options(tp, mesh, memory_budget, device, sequence_parallel):
+    axes, mesh_opt = _mesh_option(tp, mesh)
+    options = [mesh_opt]
+    if memory_budget is not None:
+        options.append("memory-budget=%s" % memory_budget)
+    if device is not None:
+        options.append("device=%s" % device)
+    if sequence_parallel is not None:
+        options.append("sequence-parallel=%s" % sequence_parallel)
+    return axes, options
+
+
 def plan(model, args=(), tp=None, mesh=None, memory_budget=None,
          training=False, device=None, sequence_parallel=None, kwargs=None):
     """Plans `model` on `args` (a tuple of example input tensors) for tp=N
@@ -96,28 +108,44 @@ def plan(model, args=(), tp=None, mesh=None, memory_budget=None,
         raise PlanError(
             "training=True: tp_opt.plan exports the forward only; plan a "
             "training step with tp-gen --training (docs/training.md)")
-    axes, mesh_opt = _mesh_option(tp, mesh)
-    options = [mesh_opt]
-    if memory_budget is not None:
-        options.append("memory-budget=%s" % memory_budget)
-    if device is not None:
-        options.append("device=%s" % device)
-    if sequence_parallel is not None:
-        options.append("sequence-parallel=%s" % sequence_parallel)
+    axes, options = _options(tp, mesh, memory_budget, device,
+                             sequence_parallel)
     is_hf = _is_hf(model)
     from .importer import exporter
     inputs = _inputs(torch, model, is_hf, args, kwargs)
     use_cache = getattr(getattr(model, "config", None), "use_cache", None)
     was_training = model.training
     model.eval()
+    from .parallel import _eager_attention
+    attn = _eager_attention(model)
     try:
         with torch.no_grad():
             result = exporter.export(torch, Model(model, is_hf), inputs)
     finally:
         model.train(was_training)
+        if attn is not None:
+            if hasattr(model, "set_attn_implementation"):
+                model.set_attn_implementation(attn)
+            else:
+                model.config._attn_implementation = attn
         if use_cache is not None:
             model.config.use_cache = use_cache
-    return plan_module(result.text, axes, options, result=result)
+    planned, report, stderr = run_planner(result.text, options)
+    return Plan(result.text, planned, report, axes, options, stderr)
+
+
+def plan_module(module, tp=None, mesh=None, memory_budget=None, device=None,
+                sequence_parallel=None):
+    """Plans a module already exported (utils/tp-import's output: a path or
+    the text), with the options of plan()."""
+    text = module
+    if "\n" not in module and os.path.exists(module):
+        with open(module) as f:
+            text = f.read()
+    axes, options = _options(tp, mesh, memory_budget, device,
+                             sequence_parallel)
+    planned, report, stderr = run_planner(text, options)
+    return Plan(text, planned, report, axes, options, stderr)
 
 
 def run_planner(text, options):
@@ -145,12 +173,6 @@ def run_planner(text, options):
     return planned, report, r.stderr
 
 
-def plan_module(text, axes, options, result=None):
-    """Plans an exported module's text (tp.param arguments with tp.name)."""
-    planned, report, stderr = run_planner(text, options)
-    return Plan(text, planned, report, axes, options, stderr, result)
-
-
 class Plan:
     """What tp-opt chose. Attributes:
       mesh        {axis: size}, major first
@@ -164,8 +186,7 @@ class Plan:
                   of a fused QKV)
     """
 
-    def __init__(self, text, planned, report, mesh, options, stderr,
-                 result=None):
+    def __init__(self, text, planned, report, mesh, options, stderr):
         self.module_text = text
         self.planned_text = planned
         self.report = report
