@@ -131,13 +131,33 @@ def plan(model, args=(), tp=None, mesh=None, memory_budget=None,
         if use_cache is not None:
             model.config.use_cache = use_cache
     planned, report, stderr = run_planner(result.text, options)
-    return Plan(result.text, planned, report, axes, options, stderr)
+    return Plan(result.text, planned, report, axes, options, stderr,
+                heads=heads_of(getattr(model, "config", None)))
+
+
+def heads_of(config):
+    """{"heads", "kv_heads", "head_dim"} of a transformers config (None
+    when it has no attention heads): explain() names heads a mesh axis
+    cannot split."""
+    if config is None:
+        return None
+    get = lambda *names: next((getattr(config, n) for n in names
+                               if isinstance(getattr(config, n, None), int)),
+                              None)
+    heads = get("num_attention_heads", "n_head", "num_heads")
+    hidden = get("hidden_size", "n_embd", "d_model")
+    if not heads:
+        return None
+    head_dim = get("head_dim") or (hidden // heads if hidden else None)
+    return {"heads": heads, "kv_heads": get("num_key_value_heads") or heads,
+            "head_dim": head_dim}
 
 
 def plan_module(module, tp=None, mesh=None, memory_budget=None, device=None,
-                sequence_parallel=None):
+                sequence_parallel=None, config=None):
     """Plans a module already exported (utils/tp-import's output: a path or
-    the text), with the options of plan()."""
+    the text), with the options of plan(); `config` (the model's
+    transformers config) lets explain() name heads."""
     text = module
     if "\n" not in module and os.path.exists(module):
         with open(module) as f:
@@ -145,7 +165,8 @@ def plan_module(module, tp=None, mesh=None, memory_budget=None, device=None,
     axes, options = _options(tp, mesh, memory_budget, device,
                              sequence_parallel)
     planned, report, stderr = run_planner(text, options)
-    return Plan(text, planned, report, axes, options, stderr)
+    return Plan(text, planned, report, axes, options, stderr,
+                heads=heads_of(config))
 
 
 def run_planner(text, options):
@@ -186,7 +207,9 @@ class Plan:
                   of a fused QKV)
     """
 
-    def __init__(self, text, planned, report, mesh, options, stderr):
+    def __init__(self, text, planned, report, mesh, options, stderr,
+                 heads=None):
+        self.heads = heads
         self.module_text = text
         self.planned_text = planned
         self.report = report
