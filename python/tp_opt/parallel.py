@@ -176,7 +176,8 @@ def module_styles(model, plan):
                 style = "colwise"
             elif style == "replicated":
                 style = "sharded"
-        out[mname] = (style, params)
+        if params:
+            out[mname] = (style, params)
     return out
 
 
@@ -194,8 +195,6 @@ def parallelize(model, plan, device_mesh):
     styles = module_styles(model, plan)
     modules = dict(model.named_modules())
     rep = [Replicate()] * device_mesh.ndim
-    row = [Shard(-1) if any(isinstance(p, Shard) for p in [pl]) else pl
-           for pl in rep]
     done = {}
     for mname, (style, params) in styles.items():
         module = modules[mname]
@@ -208,7 +207,7 @@ def parallelize(model, plan, device_mesh):
                                     requires_grad=p.requires_grad)
             done[id(p)] = dt
             module.register_parameter(pname, dt)
-        want = [Shard(-1)] * device_mesh.ndim if style == "rowwise" else rep
+        want = rep
         if style == "rowwise":
             want = [Shard(-1) if any(isinstance(q, Shard) and
                                      q.dim == _input_dim(module, n)
@@ -221,22 +220,65 @@ def parallelize(model, plan, device_mesh):
                          for i, a in enumerate(args))
             return args, kwargs
 
-        def post(mod, args, output, gather=isinstance(
-                module, torch.nn.Embedding)):
-            fn = functools.partial(_resolve_partial, mesh=device_mesh)
-            if gather:   # an embedding's output feeds the residual stream
-                fn = functools.partial(_to_dtensor, mesh=device_mesh,
-                                       placements=rep)
-            return _map(output, fn)
+        def post(mod, args, output):
+            return _map(output, functools.partial(_resolve_partial,
+                                                  mesh=device_mesh))
         module.register_forward_pre_hook(pre, with_kwargs=True)
         module.register_forward_hook(post)
-    # Tied parameters of modules that own no planned name (lm_head sharing
-    # the embedding) already point at the shared DTensor through `done`.
+    # Blocks (modules that own no parameter but hold planned ones: decoder
+    # layers, attention, MLPs) take their hidden states Replicate, unless
+    # their first planned module is row-parallel: the
+    # residual stream is whole between blocks in these plans, so a value
+    # split by features (the sum of two embeddings split by features) is
+    # gathered once where it enters the first block, not again at each
+    # consumer of the residual.
     for mname, module in modules.items():
-        for pname, p in list(module.named_parameters(recurse=False)):
-            if id(p) in done and p is not done[id(p)]:
-                setattr(module, pname, done[id(p)])
-    del row
+        inner = [n for n in styles if n.startswith(mname + ".")]
+        # A block whose first planned module is row-parallel (BERT's
+        # SelfOutput: dense, then LayerNorm) takes the split input as it is.
+        if mname in styles or not mname or not inner or \
+                styles[inner[0]][0] == "rowwise":
+            continue
+
+        def pre_block(mod, args, kwargs):
+            if args:
+                args = (_to_dtensor(args[0], device_mesh, rep),) + args[1:]
+            elif "hidden_states" in kwargs:
+                kwargs["hidden_states"] = _to_dtensor(
+                    kwargs["hidden_states"], device_mesh, rep)
+            return args, kwargs
+        module.register_forward_pre_hook(pre_block, with_kwargs=True)
+
+    # A module whose parameters are tied to planned ones under another name
+    # (an LM head sharing the embedding table) has no layout of its own in
+    # the plan, whose matmul reads the table's transpose: the planner gathers
+    # that value (an all-gather of the table), and so does this module: its
+    # input is taken Replicate and its tied weights are gathered for the call.
+    for mname, module in modules.items():
+        tied = [pname for pname, p in
+                list(module.named_parameters(recurse=False))
+                if id(p) in done and mname not in styles]
+        if not tied:
+            continue
+        for pname in tied:
+            setattr(module, pname, done[id(getattr(module, pname))])
+
+        def pre_tied(mod, args, kwargs, tied=tied):
+            mod._tp_opt_saved = {}
+            for pname in tied:
+                p = mod._parameters[pname]
+                mod._tp_opt_saved[pname] = p
+                mod._parameters[pname] = p.redistribute(device_mesh, rep)
+            args = tuple(_to_dtensor(a, device_mesh, rep) if i == 0 else a
+                         for i, a in enumerate(args))
+            return args, kwargs
+
+        def post_tied(mod, args, output):
+            mod._parameters.update(mod._tp_opt_saved)
+            del mod._tp_opt_saved
+            return output
+        module.register_forward_pre_hook(pre_tied, with_kwargs=True)
+        module.register_forward_hook(post_tied)
 
     forward = model.forward
 
