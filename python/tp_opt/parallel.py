@@ -133,6 +133,15 @@ def _eager_attention(model):
     return old
 
 
+def module_styles_from_placements(plan):
+    """{module name: {parameter: placements}} from the plan's names alone."""
+    out = {}
+    for full, pl in plan.placements.items():
+        mname, _, pname = full.rpartition(".")
+        out.setdefault(mname, {})[pname] = pl
+    return out
+
+
 def module_styles(model, plan):
     """{module name: (style, {parameter: placements})} for every module that
     owns parameters: style is "rowwise" (input Shard(-1)), "colwise" (a

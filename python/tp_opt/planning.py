@@ -132,7 +132,7 @@ def plan(model, args=(), tp=None, mesh=None, memory_budget=None,
             model.config.use_cache = use_cache
     planned, report, stderr = run_planner(result.text, options)
     return Plan(result.text, planned, report, axes, options, stderr,
-                heads=heads_of(getattr(model, "config", None)))
+                model=model)
 
 
 def heads_of(config):
@@ -154,10 +154,11 @@ def heads_of(config):
 
 
 def plan_module(module, tp=None, mesh=None, memory_budget=None, device=None,
-                sequence_parallel=None, config=None):
+                sequence_parallel=None, model=None):
     """Plans a module already exported (utils/tp-import's output: a path or
-    the text), with the options of plan(); `config` (the model's
-    transformers config) lets explain() name heads."""
+    the text), with the options of plan(); `model` (the PyTorch model it
+    was exported from) lets explain() name heads and tp_plan name module
+    styles."""
     text = module
     if "\n" not in module and os.path.exists(module):
         with open(module) as f:
@@ -165,8 +166,7 @@ def plan_module(module, tp=None, mesh=None, memory_budget=None, device=None,
     axes, options = _options(tp, mesh, memory_budget, device,
                              sequence_parallel)
     planned, report, stderr = run_planner(text, options)
-    return Plan(text, planned, report, axes, options, stderr,
-                heads=heads_of(config))
+    return Plan(text, planned, report, axes, options, stderr, model=model)
 
 
 def run_planner(text, options):
@@ -208,8 +208,15 @@ class Plan:
     """
 
     def __init__(self, text, planned, report, mesh, options, stderr,
-                 heads=None):
-        self.heads = heads
+                 model=None):
+        self.heads = heads_of(getattr(model, "config", None))
+        # {module name: class name} of the modules owning parameters, and
+        # the model's own output head names (tp_plan's vocabulary needs them)
+        self.modules = {} if model is None else {
+            n: type(m).__name__ for n, m in model.named_modules()
+            if any(True for _ in m.parameters(recurse=False))}
+        self.heads_out = [] if model is None else list(
+            (getattr(model, "_tp_plan", None) or {}).keys())
         self.module_text = text
         self.planned_text = planned
         self.report = report
@@ -313,7 +320,9 @@ class Plan:
         from .hf import tp_plan
         return tp_plan(self)[0]
 
+    @property
     def tp_plan_unsupported(self):
+        """{module: why} for the modules whose plan tp_plan cannot say."""
         from .hf import tp_plan
         return tp_plan(self)[1]
 
