@@ -56,6 +56,23 @@ def _input_dim(module, name):
     return None
 
 
+def _splits_heads(module, heads, n):
+    """Whether a colwise projection's output holds attention heads that n
+    devices cannot take whole (2 key/value heads on 4 devices: the plan may
+    split inside a head, which the heads view of the output cannot express
+    as a DTensor; the output is gathered instead)."""
+    if not heads or not heads.get("head_dim"):
+        return False
+    width = getattr(module, "out_features", None) or getattr(module, "nf",
+                                                             None)
+    hd = heads["head_dim"]
+    for key in ("heads", "kv_heads"):
+        h = heads.get(key)
+        if h and width == h * hd and h % n:
+            return True
+    return False
+
+
 def _mesh_dims(plan, device_mesh):
     names = getattr(device_mesh, "mesh_dim_names", None)
     axes = list(plan.mesh)
@@ -201,6 +218,8 @@ def parallelize(model, plan, device_mesh):
 
     _mesh_dims(plan, device_mesh)
     _eager_attention(model)
+    from .planning import heads_of
+    heads = heads_of(getattr(model, "config", None))
     styles = module_styles(model, plan)
     modules = dict(model.named_modules())
     rep = [Replicate()] * device_mesh.ndim
@@ -229,7 +248,13 @@ def parallelize(model, plan, device_mesh):
                          for i, a in enumerate(args))
             return args, kwargs
 
-        def post(mod, args, output):
+        split_heads = style == "colwise" and _splits_heads(
+            module, heads, device_mesh.size())
+
+        def post(mod, args, output, split_heads=split_heads):
+            if split_heads:   # whole heads only: gathered (see _splits_heads)
+                return _map(output, functools.partial(
+                    _to_dtensor, mesh=device_mesh, placements=rep))
             return _map(output, functools.partial(_resolve_partial,
                                                   mesh=device_mesh))
         module.register_forward_pre_hook(pre, with_kwargs=True)
