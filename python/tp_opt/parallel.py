@@ -212,7 +212,8 @@ def parallelize(model, plan, device_mesh):
     on `device_mesh` (a DeviceMesh whose dimensions are the plan's mesh
     axes) and sets the layouts at module boundaries; returns the model,
     whose forward now returns whole tensors on every rank."""
-    import torch
+    from .planning import require_torch
+    torch = require_torch("tp_opt.parallelize")
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
     from torch.distributed.tensor.experimental import implicit_replication
 

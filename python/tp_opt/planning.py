@@ -34,6 +34,23 @@ class PlanError(TPImportError):
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 
 
+INSTALL = ("pip install torch torch-mlir transformers safetensors (the "
+           "versions docs/tp-import.md names)")
+
+
+def require_torch(what, export=False):
+    """torch (and torch-mlir for an export), or a PlanError saying what to
+    install."""
+    try:
+        import torch
+        if export:
+            import torch_mlir  # noqa: F401
+    except ImportError as e:
+        raise PlanError("%s needs torch%s: %s (%s)" % (
+            what, " and torch-mlir" if export else "", INSTALL, e))
+    return torch
+
+
 def _is_hf(model):
     try:
         import transformers
@@ -103,7 +120,7 @@ def plan(model, args=(), tp=None, mesh=None, memory_budget=None,
     (h100-nvlink, h200-nvlink, a100-nvlink, h100-pcie); sequence_parallel:
     "auto", "on", "off". Returns a Plan; raises PlanError (a TPImportError)
     with a one-line message."""
-    import torch
+    torch = require_torch("tp_opt.plan", export=True)
     if training:
         raise PlanError(
             "training=True: tp_opt.plan exports the forward only; plan a "
@@ -285,6 +302,7 @@ class Plan:
         """{parameter name: [DTensor placement per mesh axis]}: Shard(d)
         where the plan splits dimension d over that axis, else Replicate()
         (Partial never occurs on a parameter)."""
+        require_torch("Plan.placements")
         from torch.distributed.tensor import Replicate, Shard
         out = {}
         for name, layout in self.layouts.items():

@@ -1,6 +1,7 @@
 """Finding tp-opt's command-line tools: `$TP_OPT_BIN` (a folder holding
-tp-opt, or the tp-opt binary itself), then the build tree this package was
-installed from or runs in (`<checkout>/build/bin`), then `PATH`."""
+tp-opt, or the tp-opt binary itself; when set, the only place looked), else
+the build tree this package was installed from or runs in
+(`<checkout>/build/bin`), then `PATH`."""
 
 import os
 import shutil
@@ -36,7 +37,7 @@ def find(tool="tp-opt"):
         path = os.path.join(cand, tool)
         if os.access(path, os.X_OK):
             return path
-        looked.append("$TP_OPT_BIN=%s" % env)
+        raise ToolNotFound("TP_OPT_BIN=%s: no executable %s there" % (env, tool))
     for d in _build_dirs():
         path = os.path.join(d, tool)
         if os.access(path, os.X_OK):
