@@ -3,12 +3,12 @@ processes with PyTorch, compare with the unsharded model (docs/python.md).
 
     python examples/python/parallelize_hf.py [FOLDER] [--nproc N]
 """
-import argparse, torch, torch.distributed as dist, torch.multiprocessing as mp, transformers, tp_opt
+import argparse, tempfile, torch, torch.distributed as dist, torch.multiprocessing as mp, transformers, tp_opt
 from torch.distributed.device_mesh import init_device_mesh
 transformers.utils.logging.disable_progress_bar()
 
-def rank_main(rank, n, folder, plan, ids):
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29517", rank=rank, world_size=n)
+def rank_main(rank, n, folder, plan, ids, store):
+    dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=n)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     with torch.no_grad():
         unsharded = model(ids).logits
@@ -28,4 +28,5 @@ if __name__ == "__main__":
     ids = torch.randint(0, model.config.vocab_size, (1, 8), generator=torch.Generator().manual_seed(0))
     plan = tp_opt.plan(model, (ids,), tp=a.nproc)
     print(plan)
-    mp.spawn(rank_main, args=(a.nproc, a.folder, plan, ids), nprocs=a.nproc)
+    with tempfile.TemporaryDirectory() as tmp:
+        mp.spawn(rank_main, args=(a.nproc, a.folder, plan, ids, tmp + "/store"), nprocs=a.nproc)
