@@ -85,6 +85,14 @@ class Argument:
             " source=%s" % (self.source,) if self.source else "")
 
 
+def _i64_array(text, key):
+    """`key = array<i64: 0, 64>` in an attribute dictionary -> [0, 64]."""
+    m = re.search(r"%s\s*=\s*array<i64(?::([^>]*))?>" % key, text)
+    if not m:
+        raise ValueError("no %s in %s" % (key, text))
+    return [int(x) for x in re.findall(r"-?\d+", m.group(1) or "")]
+
+
 def parse_signature(text, func="main"):
     """The arguments of `func` in a module's text, in order."""
     m = re.search(r"func\.func @%s\(" % re.escape(func), text)
@@ -120,13 +128,8 @@ def parse_signature(text, func="main"):
             else None
         source = None
         if "tp.source" in attrs:
-
-            offs = re.search(r"offsets\s*=\s*array<i64(?::([^>]*))?>",
-                             attrs["tp.source"])
-            shp = re.search(r"shape\s*=\s*array<i64(?::([^>]*))?>",
-                            attrs["tp.source"])
-            source = ([int(x) for x in re.findall(r"-?\d+", offs.group(1) or "")],
-                      [int(x) for x in re.findall(r"-?\d+", shp.group(1) or "")])
+            source = tuple(_i64_array(attrs["tp.source"], key)
+                           for key in ("offsets", "shape"))
         args.append(Argument(k, name, shape, dtype, layout,
                              "tp.param" in attrs, source))
     return args

@@ -253,7 +253,7 @@ class Plan:
                 self.layouts[a.name] = a.layout
                 self.shapes[a.name] = a.shape
         for name, ps in pieces.items():
-            offsets, shape = ps[0].source
+            shape = ps[0].source[1]
             dim = next((d for d in range(len(shape))
                         if any(p.source[0][d] for p in ps)), 0)
             self.shapes[name] = shape
