@@ -76,6 +76,11 @@ def _splits_heads(module, heads, n):
 def _mesh_dims(plan, device_mesh):
     names = getattr(device_mesh, "mesh_dim_names", None)
     axes = list(plan.mesh)
+    if len(axes) != 1:
+        raise ParallelizeError(
+            "the plan's mesh has %d axes (%s): parallelize executes plans "
+            "on one tensor-parallel axis; plan.placements gives the "
+            "placements per axis" % (len(axes), ", ".join(axes)))
     if device_mesh.ndim != len(axes):
         raise ParallelizeError(
             "the device mesh has %d dimensions, the plan's mesh %d (%s)"
