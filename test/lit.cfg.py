@@ -128,28 +128,37 @@ if _tp_unprivileged is not None:
     config.available_features.add("unprivileged")
     config.substitutions.append(("%unprivileged", _tp_unprivileged))
 
-# torch-mlir: a python with torch-mlir (utils/tp-import's optional
-# dependency) is at hand: $TP_TORCH_PYTHON, else the developer venv
-# /root/tpvenv/bin/python. Never set in CI; those tests carry
-# `REQUIRES: torch-mlir`. %torch_python runs it.
+# torch and torch-mlir: a python with torch, transformers and safetensors
+# (the `torch` feature: tp_opt.parallelize's tests, test/python) and also
+# torch-mlir (the `torch-mlir` feature: utils/tp-import and tp_opt.plan,
+# which export through it) is at hand: $TP_TORCH_PYTHON, else the developer
+# venv /root/tpvenv/bin/python. Never set in CI; those tests carry
+# `REQUIRES: torch` or `REQUIRES: torch-mlir`. %torch_python runs it.
 def _torch_python():
     for cand in (os.environ.get("TP_TORCH_PYTHON"), "/root/tpvenv/bin/python"):
         if not cand or not os.access(cand, os.X_OK):
             continue
         try:
-            out = subprocess.run([cand, "-c", "import torch_mlir, torch"],
-                                 capture_output=True, timeout=120)
+            out = subprocess.run(
+                [cand, "-c", "import torch, transformers, safetensors\n"
+                 "try:\n import torch_mlir; print('mlir')\n"
+                 "except ImportError: print('no')"],
+                capture_output=True, timeout=120, text=True)
             if out.returncode == 0:
-                return cand
+                return cand, out.stdout.strip() == "mlir"
         except (OSError, subprocess.SubprocessError):
             pass
-    return None
+    return None, False
 
 
-_tp_torch_python = _torch_python()
+_tp_torch_python, _tp_torch_mlir = _torch_python()
 if _tp_torch_python:
-    config.available_features.add("torch-mlir")
+    config.available_features.add("torch")
     config.environment["TP_TORCH_PYTHON"] = _tp_torch_python
+if _tp_torch_mlir:
+    config.available_features.add("torch-mlir")
+# tp_opt (python/) runs this build's tp-opt.
+config.environment["TP_OPT_BIN"] = config.tp_tools_dir
 # tp-import's self-check runs this build's tp-run.
 config.environment["TP_RUN"] = os.path.join(config.tp_tools_dir, "tp-run")
 config.substitutions.append(("%torch_python",

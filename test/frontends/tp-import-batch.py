@@ -18,9 +18,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "utils"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
 
-from tp_import import cli  # noqa: E402
+from tp_opt.importer import cli  # noqa: E402
 
 
 def main():

@@ -99,7 +99,7 @@ def _user_frame(tb):
     frames = traceback.extract_tb(tb)
     for f in reversed(frames):
         p = f.filename
-        if "/torch/" in p or "/torch_mlir/" in p or "tp_import" in p or \
+        if "/torch/" in p or "/torch_mlir/" in p or "tp_opt/importer" in p or \
                 "/functorch/" in p:
             continue
         return "%s:%d (%s)" % (p.rsplit("/", 1)[-1], f.lineno, f.name)
@@ -113,7 +113,7 @@ HINTS = [
     (r"scaled_dot_product|flash_attention|efficient_attention",
      "try --attn-implementation eager"),
 ]
-GENERIC_HINT = ("add a decomposition to utils/tp_import/decompositions.py "
+GENERIC_HINT = ("add a decomposition to python/tp_opt/importer/decompositions.py "
                 "(docs/tp-import.md, \"Decompositions\"), or pass "
                 "--allow-non-upstream to keep the op and inspect the IR")
 

@@ -13,13 +13,10 @@ unless a tolerance is given.
 
 import os
 import re
-import shutil
 import subprocess
 
 from .models import TPImportError
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 class CheckFailed(TPImportError):
@@ -27,8 +24,8 @@ class CheckFailed(TPImportError):
 
 
 def find_tp_run(explicit=None):
-    """--tp-run, else $TP_RUN, else this checkout's build/bin/tp-run, else
-    tp-run on PATH; None when there is none."""
+    """--tp-run, else $TP_RUN, else tp_opt's tools (the build tree, then
+    PATH: tp_opt.tools.find); None when there is none."""
     def runnable(path):
         return path and os.path.isfile(path) and os.access(path, os.X_OK)
 
@@ -36,12 +33,13 @@ def find_tp_run(explicit=None):
         if not runnable(explicit):
             raise TPImportError("--tp-run %s: no such executable" % explicit)
         return explicit
-    for cand in (os.environ.get("TP_RUN"),
-                 os.path.join(ROOT, "build", "bin", "tp-run"),
-                 shutil.which("tp-run")):
-        if runnable(cand):
-            return cand
-    return None
+    if runnable(os.environ.get("TP_RUN")):
+        return os.environ["TP_RUN"]
+    from ..tools import ToolNotFound, find
+    try:
+        return find("tp-run")
+    except ToolNotFound:
+        return None
 
 
 LINE = re.compile(r"^(\S+): (matches reference to|differs from reference by) "

@@ -1,0 +1,351 @@
+"""tp_opt.parallelize: a plan executed by PyTorch (docs/python.md,
+"How parallelize works").
+
+The parameters become DTensors with the plan's placements
+(`distribute_tensor`), and every module that owns parameters gets its
+layouts set at its boundary, as PyTorch's tensor-parallel styles do:
+
+  * a module whose weight is split along the dimension its input's last
+    dimension meets (a Linear's or Conv1D's input features: Megatron's
+    row-parallel; RowwiseParallel) takes its input as Shard(-1);
+  * every other module that owns parameters takes its input Replicate
+    (a colwise Linear or Conv1D: ColwiseParallel; an embedding split by
+    vocabulary or by features; a norm);
+  * a module's output keeps the layout DTensor gives it, except a Partial
+    sum, which is reduced to Replicate at the module's boundary
+    (RowwiseParallel's all-reduce, the vocabulary-parallel embedding's).
+
+Between those modules the activations stay DTensors (attention runs on the
+heads each device holds: a colwise q/k/v projection's output is
+Shard(-1), which the heads view splits by heads), and plain tensors the
+model makes on its own (masks, rotary tables, buffers) count as replicated
+(`implicit_replication`). The model's outputs come back as whole tensors
+on every rank.
+
+So the collectives PyTorch issues are the ones the plan's layouts at
+module boundaries imply, plus those DTensor's own sharding propagation
+chooses inside a module where the plan splits something DTensor cannot
+follow locally (a fused weight split piece by piece, a head split in
+halves): `parallel.compare` lists the difference per kind.
+"""
+
+import functools
+
+KIND_OF_OP = {
+    "all_reduce": "all_reduce", "all_reduce_": "all_reduce",
+    "all_gather_into_tensor": "all_gather",
+    "all_gather_into_tensor_coalesced": "all_gather",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "all_to_all_single": "all_to_all",
+}
+
+
+class ParallelizeError(Exception):
+    pass
+
+
+def _input_dim(module, name):
+    """The dimension of parameter `name` of `module` that meets the input's
+    last dimension, or None (not a matmul weight)."""
+    import torch
+    cls = type(module).__name__
+    if isinstance(module, torch.nn.Linear) and name == "weight":
+        return 1
+    if cls == "Conv1D" and name == "weight":       # transformers' [in, out]
+        return 0
+    return None
+
+
+def _splits_heads(module, heads, n):
+    """Whether a colwise projection's output holds attention heads that n
+    devices cannot take whole (2 key/value heads on 4 devices: the plan may
+    split inside a head, which the heads view of the output cannot express
+    as a DTensor; the output is gathered instead)."""
+    if not heads or not heads.get("head_dim"):
+        return False
+    width = getattr(module, "out_features", None) or getattr(module, "nf",
+                                                             None)
+    hd = heads["head_dim"]
+    for key in ("heads", "kv_heads"):
+        h = heads.get(key)
+        if h and width == h * hd and h % n:
+            return True
+    return False
+
+
+def _mesh_dims(plan, device_mesh):
+    names = getattr(device_mesh, "mesh_dim_names", None)
+    axes = list(plan.mesh)
+    if len(axes) != 1:
+        raise ParallelizeError(
+            "the plan's mesh has %d axes (%s): parallelize executes plans "
+            "on one tensor-parallel axis; plan.placements gives the "
+            "placements per axis" % (len(axes), ", ".join(axes)))
+    if device_mesh.ndim != len(axes):
+        raise ParallelizeError(
+            "the device mesh has %d dimensions, the plan's mesh %d (%s)"
+            % (device_mesh.ndim, len(axes), ", ".join(axes)))
+    if names and list(names) != axes:
+        raise ParallelizeError("the device mesh's dimensions are %s, the "
+                               "plan's %s" % (list(names), axes))
+    for i, a in enumerate(axes):
+        if device_mesh.size(i) != plan.mesh[a]:
+            raise ParallelizeError(
+                "mesh dimension %r has %d devices, the plan was made for %d"
+                % (a, device_mesh.size(i), plan.mesh[a]))
+
+
+def _to_dtensor(x, mesh, placements):
+    from torch.distributed.tensor import DTensor, Replicate
+    import torch
+    if isinstance(x, DTensor):
+        if tuple(x.placements) != tuple(placements):
+            return x.redistribute(mesh, placements)
+        return x
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return DTensor.from_local(x, mesh, [Replicate()] * mesh.ndim,
+                                  run_check=False).redistribute(
+                                      mesh, placements)
+    return x
+
+
+def _resolve_partial(x, mesh):
+    from torch.distributed.tensor import DTensor, Replicate
+    from torch.distributed.tensor.placement_types import Partial
+    if isinstance(x, DTensor) and any(isinstance(p, Partial)
+                                      for p in x.placements):
+        return x.redistribute(mesh, [Replicate() if isinstance(p, Partial)
+                                     else p for p in x.placements])
+    return x
+
+
+def _map(x, fn):
+    if isinstance(x, tuple):
+        return tuple(_map(v, fn) for v in x)
+    if isinstance(x, list):
+        return [_map(v, fn) for v in x]
+    return fn(x)
+
+
+def _full(x):
+    from torch.distributed.tensor import DTensor
+    if isinstance(x, DTensor):
+        return x.full_tensor()
+    if isinstance(x, dict):              # ModelOutput is a dict
+        for k in list(x.keys()):
+            x[k] = _full(x[k])
+        return x
+    if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
+        return type(x)(_full(v) for v in x)
+    return x
+
+
+def _eager_attention(model):
+    """transformers' eager attention (what tp_opt.plan exports): DTensor has
+    no sharding rule for the fused CPU attention kernels of `sdpa`."""
+    config = getattr(model, "config", None)
+    if config is None or getattr(config, "_attn_implementation",
+                                 "eager") == "eager":
+        return None
+    old = config._attn_implementation
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation("eager")
+    else:
+        config._attn_implementation = "eager"
+    return old
+
+
+def module_styles_from_placements(plan):
+    """{module name: {parameter: placements}} from the plan's names alone."""
+    out = {}
+    for full, pl in plan.placements.items():
+        mname, _, pname = full.rpartition(".")
+        out.setdefault(mname, {})[pname] = pl
+    return out
+
+
+def module_styles(model, plan):
+    """{module name: (style, {parameter: placements})} for every module that
+    owns parameters: style is "rowwise" (input Shard(-1)), "colwise" (a
+    matmul weight split by output features), "sharded" (another split) or
+    "replicated"."""
+    placements = plan.placements
+    names = {n for n, _ in model.named_parameters()}
+    missing = [n for n in placements if n not in names]
+    if missing:
+        raise ParallelizeError(
+            "the plan names parameters the model does not have: %s (a model "
+            "whose checkpoint names differ from its parameters, e.g. MoE "
+            "experts stored per expert, is not supported yet)"
+            % ", ".join(missing[:3]))
+    out = {}
+    for mname, module in model.named_modules():
+        own = dict(module.named_parameters(recurse=False))
+        if not own:
+            continue
+        style, params = "replicated", {}
+        for pname in own:
+            full = (mname + "." if mname else "") + pname
+            pl = placements.get(full)
+            if pl is None:
+                if full in plan.layouts:   # pieces laid out differently
+                    raise ParallelizeError(
+                        "%s: the plan lays out its fused pieces differently "
+                        "(%s); not expressible as one placement"
+                        % (full, [str(p.layout) for p in
+                                  plan.piece_layouts[full]]))
+                # A tied parameter: planned under its other name.
+                continue
+            params[pname] = pl
+            shard_dims = [p.dim for p in pl if hasattr(p, "dim")]
+            if not shard_dims:
+                continue
+            k = _input_dim(module, pname)
+            if k is not None and k in shard_dims:
+                style = "rowwise"
+            elif k is not None and style != "rowwise":
+                style = "colwise"
+            elif style == "replicated":
+                style = "sharded"
+        if params:
+            out[mname] = (style, params)
+    return out
+
+
+def parallelize(model, plan, device_mesh):
+    """Distributes `model`'s parameters as DTensors with `plan`'s placements
+    on `device_mesh` (a DeviceMesh whose dimensions are the plan's mesh
+    axes) and sets the layouts at module boundaries; returns the model,
+    whose forward now returns whole tensors on every rank."""
+    from .planning import require_torch
+    torch = require_torch("tp_opt.parallelize")
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    from torch.distributed.tensor.experimental import implicit_replication
+
+    _mesh_dims(plan, device_mesh)
+    _eager_attention(model)
+    from .planning import heads_of
+    heads = heads_of(getattr(model, "config", None))
+    styles = module_styles(model, plan)
+    modules = dict(model.named_modules())
+    rep = [Replicate()] * device_mesh.ndim
+    done = {}
+    for mname, (style, params) in styles.items():
+        module = modules[mname]
+        for pname, pl in params.items():
+            p = getattr(module, pname)
+            if id(p) in done:          # tied: one DTensor for both
+                setattr(module, pname, done[id(p)])
+                continue
+            dt = torch.nn.Parameter(distribute_tensor(p.data, device_mesh, pl),
+                                    requires_grad=p.requires_grad)
+            done[id(p)] = dt
+            module.register_parameter(pname, dt)
+        want = rep
+        if style == "rowwise":
+            want = [Shard(-1) if any(isinstance(q, Shard) and
+                                     q.dim == _input_dim(module, n)
+                                     for n, pls in params.items()
+                                     for q in [pls[i]])
+                    else Replicate() for i in range(device_mesh.ndim)]
+
+        def pre(mod, args, kwargs, want=want):
+            args = tuple(_to_dtensor(a, device_mesh, want) if i == 0 else a
+                         for i, a in enumerate(args))
+            return args, kwargs
+
+        split_heads = style == "colwise" and _splits_heads(
+            module, heads, device_mesh.size())
+
+        def post(mod, args, output, split_heads=split_heads):
+            if split_heads:   # whole heads only: gathered (see _splits_heads)
+                return _map(output, functools.partial(
+                    _to_dtensor, mesh=device_mesh, placements=rep))
+            return _map(output, functools.partial(_resolve_partial,
+                                                  mesh=device_mesh))
+        module.register_forward_pre_hook(pre, with_kwargs=True)
+        module.register_forward_hook(post)
+    # Blocks (modules that own no parameter but hold planned ones: decoder
+    # layers, attention, MLPs) take their hidden states Replicate, unless
+    # their first planned module is row-parallel: the
+    # residual stream is whole between blocks in these plans, so a value
+    # split by features (the sum of two embeddings split by features) is
+    # gathered once where it enters the first block, not again at each
+    # consumer of the residual.
+    for mname, module in modules.items():
+        inner = [n for n in styles if n.startswith(mname + ".")]
+        # A block whose first planned module is row-parallel (BERT's
+        # SelfOutput: dense, then LayerNorm) takes the split input as it is.
+        if mname in styles or not mname or not inner or \
+                styles[inner[0]][0] == "rowwise":
+            continue
+
+        def pre_block(mod, args, kwargs):
+            if args:
+                args = (_to_dtensor(args[0], device_mesh, rep),) + args[1:]
+            elif "hidden_states" in kwargs:
+                kwargs["hidden_states"] = _to_dtensor(
+                    kwargs["hidden_states"], device_mesh, rep)
+            return args, kwargs
+        module.register_forward_pre_hook(pre_block, with_kwargs=True)
+
+    # A module whose parameters are tied to planned ones under another name
+    # (an LM head sharing the embedding table) has no layout of its own in
+    # the plan, whose matmul reads the table's transpose: the planner gathers
+    # that value (an all-gather of the table), and so does this module: its
+    # input is taken Replicate and its tied weights are gathered for the call.
+    for mname, module in modules.items():
+        tied = [pname for pname, p in
+                list(module.named_parameters(recurse=False))
+                if id(p) in done and mname not in styles]
+        if not tied:
+            continue
+        for pname in tied:
+            setattr(module, pname, done[id(getattr(module, pname))])
+
+        def pre_tied(mod, args, kwargs, tied=tied):
+            mod._tp_opt_saved = {}
+            for pname in tied:
+                p = mod._parameters[pname]
+                mod._tp_opt_saved[pname] = p
+                mod._parameters[pname] = p.redistribute(device_mesh, rep)
+            args = tuple(_to_dtensor(a, device_mesh, rep) if i == 0 else a
+                         for i, a in enumerate(args))
+            return args, kwargs
+
+        def post_tied(mod, args, output):
+            mod._parameters.update(mod._tp_opt_saved)
+            del mod._tp_opt_saved
+            return output
+        module.register_forward_pre_hook(pre_tied, with_kwargs=True)
+        module.register_forward_hook(post_tied)
+
+    forward = model.forward
+
+    @functools.wraps(forward)
+    def run(*args, **kwargs):
+        with implicit_replication():
+            return _full(forward(*args, **kwargs))
+    model.forward = run
+    model._tp_opt_plan = plan
+    return model
+
+
+def count_collectives(comm_mode):
+    """{kind: count} from a CommDebugMode."""
+    out = {}
+    for op, n in comm_mode.get_comm_counts().items():
+        name = str(op).split(".")[-1] if "." in str(op) else str(op)
+        name = getattr(op, "__name__", name).split(".")[0]
+        kind = KIND_OF_OP.get(name, name)
+        out[kind] = out.get(kind, 0) + n
+    return out
+
+
+def compare(plan_counts, torch_counts):
+    """The per-kind difference, as lines ('' when equal)."""
+    kinds = sorted(set(plan_counts) | set(torch_counts))
+    diff = ["%s: plan %d, PyTorch %d" % (k, plan_counts.get(k, 0),
+                                         torch_counts.get(k, 0))
+            for k in kinds if plan_counts.get(k, 0) != torch_counts.get(k, 0)]
+    return diff

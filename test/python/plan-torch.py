@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""tp_opt.plan on a PyTorch model (exported through torch-mlir): a tiny
+Llama with 8 query and 2 key/value heads built from a config, planned at
+tp=4; prints the plan, some placements, the explanation of a replicated
+key/value projection (indivisible heads, with the model's numbers),
+tp_plan and what it cannot say, and the package's errors."""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+import tp_opt  # noqa: E402
+from tp_opt.importer.models import TPImportError  # noqa: E402
+
+torch.manual_seed(0)
+config = transformers.LlamaConfig(
+    hidden_size=64, num_attention_heads=8, num_key_value_heads=2, head_dim=8,
+    num_hidden_layers=2, intermediate_size=128, vocab_size=256,
+    max_position_embeddings=64)
+model = transformers.LlamaForCausalLM(config)
+ids = torch.randint(0, 256, (1, 8))
+plan = tp_opt.plan(model, (ids,), tp=4)
+print(plan)
+for name in ("model.layers.0.self_attn.q_proj.weight",
+             "model.layers.0.mlp.down_proj.weight",
+             "model.layers.1.self_attn.v_proj.weight"):
+    print("placements %s %s" % (name, plan.placements[name]))
+print(plan.explain("model.layers.1.self_attn.v_proj.weight"))
+print("tp_plan", plan.tp_plan)
+for k, v in plan.tp_plan_unsupported.items():
+    print("not expressible: %s: %s" % (k, v))
+print("attn_implementation after plan:", model.config._attn_implementation)
+for kwargs in ({"tp": 2, "training": True}, {"tp": 2, "mesh": {"tp": 2}}):
+    try:
+        tp_opt.plan(model, (ids,), **kwargs)
+    except TPImportError as e:
+        print("error:", e)
+try:
+    tp_opt.plan(model, ("not a tensor",), tp=2)
+except TPImportError as e:
+    print("error:", e)
+from tp_opt.parallel import ParallelizeError  # noqa: E402
+mesh_plan = tp_opt.plan_module(
+    os.path.join(ROOT, "test", "frontends", "Inputs", "llama-tiny.mlir"),
+    mesh={"dp": 1, "tp": 2})
+try:
+    tp_opt.parallelize(model, mesh_plan, None)
+except ParallelizeError as e:
+    print("error:", e)
