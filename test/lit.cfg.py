@@ -117,5 +117,7 @@ _tp_torch_python = _torch_python()
 if _tp_torch_python:
     config.available_features.add("torch-mlir")
     config.environment["TP_TORCH_PYTHON"] = _tp_torch_python
+# tp-import's self-check runs this build's tp-run.
+config.environment["TP_RUN"] = os.path.join(config.tp_tools_dir, "tp-run")
 config.substitutions.append(("%torch_python",
                              _tp_torch_python or "false torch-python"))

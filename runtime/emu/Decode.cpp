@@ -82,6 +82,17 @@ bool tprt::emu::hasModifier(const Statement &st, const char *modifier) {
   return false;
 }
 
+bool tprt::emu::secondDestination(const Statement &st, Inst &inst,
+                                  DecodeContext &ctx, std::string &error) {
+  if (st.operands.empty() || st.operands[0].second.empty())
+    return true;
+  Operand q;
+  q.kind = Operand::Kind::Register;
+  q.name = st.operands[0].second;
+  inst.d[1] = ctx.registerOf(q, Type::Pred, error);
+  return inst.d[1] >= 0;
+}
+
 std::vector<Type> tprt::emu::typesOf(const Statement &st) {
   std::vector<Type> types;
   for (size_t i = 1; i < st.opcode.size(); ++i)

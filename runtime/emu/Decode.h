@@ -104,6 +104,10 @@ bool decodeTensor(const Statement &st, Inst &inst, DecodeContext &ctx,
 
 /// Helpers for the decoders.
 bool hasModifier(const Statement &st, const char *modifier);
+/// The predicate of a destination written `%r|%p` (setp, shfl), into
+/// inst.d[1]; true when there is none.
+bool secondDestination(const Statement &st, Inst &inst, DecodeContext &ctx,
+                       std::string &error);
 /// The types among the opcode's suffixes, in order.
 std::vector<Type> typesOf(const Statement &st);
 std::string opcodeText(const Statement &st);

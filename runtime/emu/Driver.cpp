@@ -192,6 +192,17 @@ CUresult copy(uintptr_t dst, uintptr_t src, size_t bytes, const char *call) {
   return CUDA_SUCCESS;
 }
 
+/// cuMemsetD{16,32}: `count` copies of a `bytes`-byte value.
+CUresult fill(uintptr_t dst, const void *value, size_t bytes, size_t count,
+              const char *call) {
+  if (CUresult r = checkRange(dst, bytes * count, call))
+    return r;
+  char *host = reinterpret_cast<char *>(hostAddress(dst));
+  for (size_t i = 0; i < count; ++i)
+    std::memcpy(host + bytes * i, value, bytes);
+  return CUDA_SUCCESS;
+}
+
 struct Event {
   std::chrono::steady_clock::time_point when;
 };
@@ -621,22 +632,12 @@ MOCK_EXPORT CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *p, CUstream) {
 
 MOCK_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value,
                                       size_t count, CUstream) {
-  if (CUresult r = checkRange(uintptr_t(dst), 4 * count, "cuMemsetD32Async"))
-    return r;
-  char *host = reinterpret_cast<char *>(hostAddress(uintptr_t(dst)));
-  for (size_t i = 0; i < count; ++i)
-    std::memcpy(host + 4 * i, &value, 4);
-  return CUDA_SUCCESS;
+  return fill(uintptr_t(dst), &value, 4, count, "cuMemsetD32Async");
 }
 
 MOCK_EXPORT CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value,
                                       size_t count, CUstream) {
-  if (CUresult r = checkRange(uintptr_t(dst), 2 * count, "cuMemsetD16Async"))
-    return r;
-  char *host = reinterpret_cast<char *>(hostAddress(uintptr_t(dst)));
-  for (size_t i = 0; i < count; ++i)
-    std::memcpy(host + 2 * i, &value, 2);
-  return CUDA_SUCCESS;
+  return fill(uintptr_t(dst), &value, 2, count, "cuMemsetD16Async");
 }
 
 MOCK_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {

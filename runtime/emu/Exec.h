@@ -125,6 +125,17 @@ template <class F> inline void forLanes(uint32_t mask, F f) {
   }
 }
 
+/// setp's combination with its predicate operand c (BoolOp: 0 none, 1
+/// and, 2 or, 3 xor).
+template <int BoolOp> inline bool combinePredicate(bool v, bool c) {
+  switch (BoolOp) {
+  case 1: return v && c;
+  case 2: return v || c;
+  case 3: return v != c;
+  default: return v;
+  }
+}
+
 /// Bit patterns in 64-bit registers.
 template <class T> inline T get(uint64_t bits) {
   if constexpr (sizeof(T) == 8) {

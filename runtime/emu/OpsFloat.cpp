@@ -289,17 +289,9 @@ void fsetp(Warp &w, const Inst &in, uint32_t m) {
     M x = prepare(M(Fmt<T>::load(a[l])), mode), y = prepare(M(Fmt<T>::load(b[l])), mode);
     bool t = fcompare<M, C>(x, y);
     bool cv = BoolOp ? (bool(c[l]) != negate) : true;
-    auto combine = [&](bool v) {
-      switch (BoolOp) {
-      case 1: return v && cv;
-      case 2: return v || cv;
-      case 3: return v != cv;
-      default: return v;
-      }
-    };
-    p[l] = combine(t);
+    p[l] = combinePredicate<BoolOp>(t, cv);
     if (q)
-      q[l] = combine(!t);
+      q[l] = combinePredicate<BoolOp>(!t, cv);
   });
 }
 
@@ -481,13 +473,8 @@ bool tprt::emu::decodeFloat(const Statement &st, Inst &inst, DecodeContext &ctx,
     inst.d[0] = ctx.registerOf(st.operands[0], Type::Pred, error);
     if (inst.d[0] < 0)
       return false;
-    if (!st.operands[0].second.empty()) {
-      Operand q;
-      q.kind = Operand::Kind::Register;
-      q.name = st.operands[0].second;
-      if ((inst.d[1] = ctx.registerOf(q, Type::Pred, error)) < 0)
-        return false;
-    }
+    if (!secondDestination(st, inst, ctx, error))
+      return false;
     for (size_t i = 0; i < n; ++i)
       if ((inst.s[i] = ctx.registerOf(st.operands[1 + i],
                                       i == 2 ? Type::Pred : type, error)) < 0)

@@ -364,17 +364,9 @@ template <class T, int C, int BoolOp> void setp(Warp &w, const Inst &in, uint32_
   forLanes(m, [&](int l) {
     bool t = compare<T, C>(get<T>(a[l]), get<T>(b[l]));
     bool cv = BoolOp ? (bool(c[l]) != negate) : true;
-    auto combine = [&](bool x) {
-      switch (BoolOp) {
-      case 1: return x && cv;
-      case 2: return x || cv;
-      case 3: return x != cv;
-      default: return x;
-      }
-    };
-    p[l] = combine(t);
+    p[l] = combinePredicate<BoolOp>(t, cv);
     if (q)
-      q[l] = combine(!t);
+      q[l] = combinePredicate<BoolOp>(!t, cv);
   });
 }
 
@@ -553,13 +545,8 @@ bool tprt::emu::decodeInteger(const Statement &st, Inst &inst,
       return false;
     if (!dest(st, inst, ctx, error))
       return false;
-    if (!st.operands[0].second.empty()) {
-      Operand q;
-      q.kind = Operand::Kind::Register;
-      q.name = st.operands[0].second;
-      if ((inst.d[1] = ctx.registerOf(q, Type::Pred, error)) < 0)
-        return false;
-    }
+    if (!secondDestination(st, inst, ctx, error))
+      return false;
     if (!sources(st, inst, ctx, 1, boolOp ? 3 : 2, type, error))
       return false;
     if (boolOp && st.operands[3].negated)

@@ -167,13 +167,8 @@ bool operands(const Statement &st, Inst &inst, DecodeContext &ctx, size_t n,
   inst.d[0] = ctx.registerOf(st.operands[0], Type::B32, error);
   if (inst.d[0] < 0)
     return false;
-  if (!st.operands[0].second.empty()) {
-    Operand q;
-    q.kind = Operand::Kind::Register;
-    q.name = st.operands[0].second;
-    if ((inst.d[1] = ctx.registerOf(q, Type::Pred, error)) < 0)
-      return false;
-  }
+  if (!secondDestination(st, inst, ctx, error))
+    return false;
   for (size_t i = 1; i < n; ++i)
     if ((inst.s[i - 1] = ctx.registerOf(st.operands[i], Type::B32, error)) < 0)
       return false;

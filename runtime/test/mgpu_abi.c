@@ -3,6 +3,10 @@
  *
  *   tprt-mgpu-test BACKEND            memory calls on the rank's stream
  *   tprt-mgpu-test BACKEND bad-module  mgpuModuleLoad of garbage: fatal
+ *   tprt-mgpu-test BACKEND kernel      a PTX kernel loaded and launched
+ *   tprt-mgpu-test BACKEND bad-count   ... launched with one parameter too
+ *                                      many: fatal (the parameter count
+ *                                      check of mgpuLaunchKernel)
  *
  * After tprt_init(BACKEND) (the runner's order: the model is loaded after
  * the runtime), checks that mgpuStreamCreate gives one stream per rank and
@@ -21,6 +25,12 @@
 /* The declarations of upstream mlir/lib/ExecutionEngine/
  * CudaRuntimeWrappers.cpp (CUmodule, CUstream, ... as void *). */
 void *mgpuModuleLoad(void *data, size_t gpuBlobSize);
+void *mgpuModuleLoadJIT(void *data, int optLevel);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
 void *mgpuStreamCreate(void);
 void mgpuStreamDestroy(void *stream);
 void mgpuStreamSynchronize(void *stream);
@@ -32,6 +42,32 @@ void mgpuMemset16(void *dst, unsigned short value, size_t count,
                   void *stream);
 
 static int failures = 0;
+
+/* y[i] = 2 * x[i] for i < n, one thread per element. */
+static char kScalePtx[] =
+    ".version 7.8\n"
+    ".target sm_90\n"
+    ".address_size 64\n"
+    ".visible .entry scale(.param .u64 .ptr .align 1 scale_x,\n"
+    "                     .param .u32 scale_n)\n"
+    "{\n"
+    "  .reg .pred %p<2>;\n"
+    "  .reg .b32 %r<6>;\n"
+    "  .reg .b64 %rd<5>;\n"
+    "  ld.param.u64 %rd1, [scale_x];\n"
+    "  ld.param.u32 %r1, [scale_n];\n"
+    "  mov.u32 %r2, %tid.x;\n"
+    "  setp.ge.u32 %p1, %r2, %r1;\n"
+    "  @%p1 bra DONE;\n"
+    "  cvta.to.global.u64 %rd2, %rd1;\n"
+    "  mul.wide.u32 %rd3, %r2, 4;\n"
+    "  add.s64 %rd4, %rd2, %rd3;\n"
+    "  ld.global.f32 %r3, [%rd4];\n"
+    "  add.f32 %r4, %r3, %r3;\n"
+    "  st.global.f32 [%rd4], %r4;\n"
+    "DONE:\n"
+    "  ret;\n"
+    "}\n";
 
 static void expect(int ok, const char *what) {
   printf("%s: %s\n", ok ? "ok" : "FAILED", what);
@@ -52,6 +88,35 @@ int main(int argc, char **argv) {
   if (tprt_init(argv[1], &ctx) != TPRT_OK) {
     printf("init: %s\n", tprt_last_error());
     return 3;
+  }
+  if (argc == 3 && (strcmp(argv[2], "kernel") == 0 ||
+                    strcmp(argv[2], "bad-count") == 0)) {
+    void *module = mgpuModuleLoadJIT(kScalePtx, 2);
+    void *function = mgpuModuleGetFunction(module, "scale");
+    void *s = mgpuStreamCreate();
+    float values[40];
+    void *x = mgpuMemAlloc(sizeof(values), s, false);
+    uint32_t n = 40;
+    void *params[3];
+    int good = 1;
+    for (i = 0; i < 40; ++i)
+      values[i] = (float)i;
+    mgpuMemcpy(x, values, sizeof(values), s);
+    params[0] = &x;
+    params[1] = &n;
+    params[2] = &n;
+    mgpuLaunchKernel(function, 1, 1, 1, 64, 1, 1, 0, s, params, NULL,
+                     strcmp(argv[2], "bad-count") == 0 ? 3 : 2);
+    mgpuMemcpy(values, x, sizeof(values), s);
+    tprt_synchronize(ctx);
+    for (i = 0; i < 40; ++i)
+      if (values[i] != 2.0f * (float)i)
+        good = 0;
+    expect(good, "a PTX kernel loaded, launched and its result read back");
+    mgpuMemFree(x, s);
+    tprt_finalize(ctx);
+    printf("mgpu: %d failed\n", failures);
+    return failures ? 1 : 0;
   }
   if (argc == 3) {
     char garbage[16] = "not a cubin";

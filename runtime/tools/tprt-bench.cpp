@@ -97,11 +97,37 @@ void runOnce(tprt_context *ctx, tprt_group *world, const Options &options,
     die(collective.c_str());
 }
 
+/// The largest `seconds` over the ranks. On the GPU backends (`device`)
+/// collectives take device memory, so the value travels through tprt_alloc
+/// buffers.
+double slowestRank(tprt_context *ctx, tprt_group *world, bool device,
+                   double seconds) {
+  double slowest = 0;
+  if (!device) {
+    if (tprt_all_reduce(ctx, world, TPRT_F64, TPRT_MAX, &seconds, &slowest, 0,
+                        nullptr, nullptr) != TPRT_OK)
+      die("tprt_all_reduce");
+    return slowest;
+  }
+  void *in = nullptr, *out = nullptr;
+  if (tprt_alloc(ctx, sizeof(double), &in) != TPRT_OK ||
+      tprt_alloc(ctx, sizeof(double), &out) != TPRT_OK ||
+      tprt_memcpy(ctx, in, &seconds, sizeof(double)) != TPRT_OK ||
+      tprt_all_reduce(ctx, world, TPRT_F64, TPRT_MAX, in, out, 0, nullptr,
+                      nullptr) != TPRT_OK ||
+      tprt_memcpy(ctx, &slowest, out, sizeof(double)) != TPRT_OK)
+    die("tprt_all_reduce of the times");
+  tprt_free(ctx, in);
+  tprt_free(ctx, out);
+  return slowest;
+}
+
 void benchmark(tprt_context *ctx, const Options &options,
                const std::string &collective) {
-  int rank = 0, n = 1;
+  int rank = 0, n = 1, device = 0;
   tprt_rank(ctx, &rank);
   tprt_size(ctx, &n);
+  tprt_memory_is_device(ctx, &device);
   tprt_group *world = nullptr;
   tprt_group_world(ctx, &world);
   size_t elementSize = tprt::dtypeSize(options.dtype);
@@ -136,7 +162,15 @@ void benchmark(tprt_context *ctx, const Options &options,
     if (tprt_alloc(ctx, inBytes, &in) != TPRT_OK ||
         tprt_alloc(ctx, outBytes, &out) != TPRT_OK)
       die("tprt_alloc");
-    std::memset(in, 0, inBytes);
+    // Zeros in: device memory on the GPU backends takes a copy, not a
+    // memset (which faults).
+    if (device) {
+      std::vector<char> zeros(inBytes);
+      if (tprt_memcpy(ctx, in, zeros.data(), inBytes) != TPRT_OK)
+        die("tprt_memcpy");
+    } else {
+      std::memset(in, 0, inBytes);
+    }
 
     for (int i = 0; i < options.warmup; ++i)
       runOnce(ctx, world, options, collective, count, in, out);
@@ -144,12 +178,10 @@ void benchmark(tprt_context *ctx, const Options &options,
     tprt_timer_start(ctx);
     for (int i = 0; i < options.iterations; ++i)
       runOnce(ctx, world, options, collective, count, in, out);
-    double seconds = 0, slowest = 0;
+    double seconds = 0;
     tprt_timer_elapsed(ctx, &seconds);
-    seconds /= options.iterations;
-    if (tprt_all_reduce(ctx, world, TPRT_F64, TPRT_MAX, &seconds, &slowest, 0,
-                        nullptr, nullptr) != TPRT_OK)
-      die("tprt_all_reduce");
+    double slowest =
+        slowestRank(ctx, world, device, seconds / options.iterations);
     double algbw = double(dataBytes) / slowest / 1e9;
     if (rank == 0)
       std::printf("  %12zu %12zu %12.1f %10.3f %10.3f\n", dataBytes,

@@ -45,6 +45,13 @@ cl::opt<bool> compileOnlyFlag(
     cl::desc("Compile the models into --work-dir (tpN/, and tp1/ for the "
              "CPU reference with --check) and stop: nothing runs"),
     cl::cat(gpuCategory()));
+cl::opt<std::string> lowerGpuOptions(
+    "lower-gpu-options",
+    cl::desc("More tp-lower-gpu options, spelled as in "
+             "--tp-lower-gpu=\"...\", applied after --chip and --gpu-format "
+             "(e.g. \"fuse-attention=false\": attention as two GEMMs "
+             "around the materialised scores)"),
+    cl::init(""), cl::cat(gpuCategory()));
 
 } // namespace
 
@@ -72,8 +79,26 @@ bool buildGpuLowering(OpPassManager &pm, std::string &error) {
   tp::LowerGPUOptions options;
   options.chip = chip;
   options.format = gpuFormat;
+  if (!lowerGpuOptions.empty()) {
+    if (failed(options.parseFromString(lowerGpuOptions))) {
+      error = "--lower-gpu-options '" + lowerGpuOptions +
+              "': not tp-lower-gpu options (see tp-opt --help, "
+              "--tp-lower-gpu)";
+      return false;
+    }
+    if (!options.stopAfter.empty()) {
+      error = "--lower-gpu-options '" + lowerGpuOptions +
+              "': stop-after would stop before model.so (tp-run needs the "
+              "whole pipeline; use tp-opt to inspect)";
+      return false;
+    }
+  }
   if (failed(tp::checkLowerGPUOptions(options, error))) {
-    error = "--chip " + chip + " --gpu-format '" + gpuFormat + "': " + error;
+    error = "--chip " + chip + " --gpu-format '" + gpuFormat + "'" +
+            (lowerGpuOptions.empty() ? ""
+                                     : " --lower-gpu-options '" +
+                                           lowerGpuOptions + "'") +
+            ": " + error;
     return false;
   }
   tp::buildLowerGPUPipeline(pm, options);

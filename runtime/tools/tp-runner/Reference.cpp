@@ -9,6 +9,10 @@
 
 using namespace tprun;
 
+double tprun::defaultReferenceTolerance(DType dtype) {
+  return dtype == DType::BF16 || dtype == DType::F16 ? 2e-2 : 1e-5;
+}
+
 bool tprun::compareWithReference(const Buffer &output,
                                  const std::vector<char> &data,
                                  const Checkpoint &reference,

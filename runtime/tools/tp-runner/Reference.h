@@ -11,7 +11,9 @@
 //
 // where equal values (infinities of the same sign included) differ by 0 and
 // a NaN on either side makes the error NaN. An output matches when the
-// error is finite and at most the limit (--reference-tol, default 1e-5).
+// error is finite and at most the limit: --reference-tol, else the default
+// of its element type, the one tp-run --check uses (1e-5; 2e-2 for bf16 and
+// f16 outputs, whose rounding alone is ~4e-3 relative).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,8 +28,9 @@
 
 namespace tprun {
 
-/// The default of --reference-tol.
-constexpr double kDefaultReferenceTolerance = 1e-5;
+/// The default of --reference-tol for an output of element type `dtype`:
+/// 2e-2 for the 16-bit floats, 1e-5 for the others.
+double defaultReferenceTolerance(DType dtype);
 
 /// Compares output `output` (`data`: its global value) with `tensor` of
 /// `reference`: prints "logits: matches reference to 3.2e-07 (relative,

@@ -115,7 +115,7 @@ const char *const kUsage =
     "                  PATH (as --checkpoint); inputs the checkpoint lacks\n"
     "                  are read from PATH too\n"
     "  --reference-tol R  the largest relative error that matches (default\n"
-    "                  1e-5)\n"
+    "                  1e-5, 2e-2 for bf16 and f16 outputs)\n"
     "  --loss-file FILE  a training step (outputs with \"updates\"): rank 0\n"
     "                  writes each step's loss to FILE, one line a step\n"
     "\n"
@@ -962,14 +962,14 @@ int Runner::run() {
       ++number;
     }
     // The reference's verdict, after the outputs are written.
-    double limit = options.referenceTolerance >= 0
-                       ? options.referenceTolerance
-                       : kDefaultReferenceTolerance;
     number = 0;
     for (size_t k = 0; k < model.buffers.size(); ++k) {
       if (model.buffers[k].role != Role::Output)
         continue;
       const CheckpointTensor *expected = sources.referenceFor(k);
+      double limit = options.referenceTolerance >= 0
+                         ? options.referenceTolerance
+                         : defaultReferenceTolerance(model.buffers[k].dtype);
       std::string error;
       if (expected &&
           !compareWithReference(model.buffers[k], outputs[number],
