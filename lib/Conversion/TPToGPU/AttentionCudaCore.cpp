@@ -116,7 +116,13 @@ static Value read(Emitter &em, OpBuilder &b, Location loc, const Access &a,
         map.map(operand, b.clone(*operand.getDefiningOp())->getResult(0));
     b.clone(op, map);
   }
-  return map.lookupOrDefault(body->getTerminator()->getOperand(0));
+  // A body that yields a captured constant (JAX's 0-d `yield %cst`) gets
+  // its own copy: the kernel is isolated from above.
+  Value yielded = body->getTerminator()->getOperand(0);
+  if (!map.contains(yielded) &&
+      !g->isAncestor(yielded.getParentRegion()->getParentOp()))
+    return b.clone(*yielded.getDefiningOp())->getResult(0);
+  return map.lookupOrDefault(yielded);
 }
 
 Value Emitter::load(OpBuilder &b, Location loc, const Access &a,
