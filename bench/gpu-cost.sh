@@ -7,7 +7,9 @@
 # kernel launches, GEMM calls (and the products they compute), GEMM flops,
 # collective calls, device copies, bytes moved, the minimum (issue 20's:
 # arguments once plus every library-facing activation once), the ratio, the
-# arguments alone and that ratio, and the largest temporary. Asserts
+# arguments alone and that ratio, the largest temporary, and the modelled
+# seconds on h200-nvlink (compute, communication, issue 26's roofline, the
+# ratio, the three slowest entries; docs/cost-model.md). Asserts
 # nothing: the figures are static counts of the lowered code.
 #
 #   bench/gpu-cost.sh [BUILD_DIR]
@@ -26,7 +28,7 @@ for model in layer full; do
   for tp in 1 8; do
     "$bin/tp-opt" "$work/$model.mlir" --tp-shard="tp=$tp" -o "$work/$model.tp$tp.mlir"
     "$bin/tp-opt" "$work/$model.tp$tp.mlir" \
-      --tp-lower-gpu="chip=sm_90 stop-after=kernels cost-report=$work/$model.tp$tp.json" \
+      --tp-lower-gpu="chip=sm_90 stop-after=kernels device=h200-nvlink cost-report=$work/$model.tp$tp.json" \
       -o /dev/null 2>/dev/null
     reports+=("$model:$tp:$work/$model.tp$tp.json")
   done
@@ -40,6 +42,9 @@ for arg in sys.argv[1:]:
     model, tp, path = arg.split(":", 2)
     f = json.load(open(path))["functions"][0]
     columns.append(("%s tp=%s" % ("layer" if model == "layer" else "layer + LM head", tp), f))
+
+def us(s):
+    return "%.1f us" % (s * 1e6)
 
 def mib(b):
     return "%.1f MiB" % (b / 2**20)
@@ -64,6 +69,11 @@ rows = [
     ("arguments alone", lambda f: mib(f["argument_bytes"])),
     ("bytes moved / arguments", lambda f: "%.2fx" % f["ratio_to_arguments"]),
     ("largest temporary", lambda f: "`%s`" % f["largest_temporary"]["type"]),
+    ("modelled compute (h200-nvlink)", lambda f: us(f["seconds"]["compute"])),
+    ("modelled communication", lambda f: us(f["seconds"]["communication"])),
+    ("roofline (GEMMs 790, attention 600 TFLOP/s, 4.3 TB/s)", lambda f: us(f["roofline"]["seconds"])),
+    ("compute / roofline", lambda f: "%.2fx" % (f["seconds"]["compute"] / f["roofline"]["seconds"])),
+    ("slowest", lambda f: ", ".join("%s %s" % (e["name"], us(e["seconds"])) for e in f["slowest"][:3])),
 ]
 print("| Llama-2-7B, bf16, 4096 tokens | " + " | ".join(name for name, _ in columns) + " |")
 print("|---|" + "---|" * len(columns))

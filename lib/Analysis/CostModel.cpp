@@ -29,18 +29,42 @@ std::optional<DeviceProfile> DeviceProfile::lookup(StringRef name) {
   // sparsity; HBM bandwidth; capacity (vendor data sheets); devices per
   // fast-interconnect domain (an HGX/DGX board of 8 SXM GPUs on NVSwitch;
   // h100-pcie: the 8 cards of one PCIe host, whose link numbers these are).
+  // GPU execution (the GPU cost report): SMs and boost clock, FP32 lanes per
+  // SM, FP64 rate (data sheets); the efficiencies are measured (H200: bf16
+  // GEMM 790 TFLOP/s through PyTorch, device copies 4.3 TB/s) or published
+  // (FlashAttention-2/3, cuDNN SDPA).
+  DeviceProfile::GPUExecution hopper;
+  DeviceProfile::GPUExecution hopperPcie = hopper;
+  hopperPcie.sms = 114;
+  hopperPcie.clock = 1.755e9;
+  hopperPcie.flops64 = 25.6e12;
+  DeviceProfile::GPUExecution ampere;
+  ampere.sms = 108;
+  ampere.clock = 1.41e9;
+  ampere.fp32Lanes = 64;
+  ampere.flops64 = 9.7e12;
+  ampere.attentionEfficiency = 0.72;
+  ampere.mmaSyncFraction = 1.0;
+  auto with = [](DeviceProfile p, DeviceProfile::GPUExecution gpu) {
+    p.gpu = gpu;
+    return p;
+  };
   if (name == "h100-nvlink")
-    return DeviceProfile{"h100-nvlink", 450e9, 0.5e-6, 7e-6, 989e12, 67e12,
-                         3.35e12, 80e9, /*devicesPerNode=*/8};
+    return with(DeviceProfile{"h100-nvlink", 450e9, 0.5e-6, 7e-6, 989e12,
+                              67e12, 3.35e12, 80e9, /*devicesPerNode=*/8},
+                hopper);
   if (name == "h200-nvlink")
-    return DeviceProfile{"h200-nvlink", 450e9, 0.5e-6, 7e-6, 989e12, 67e12,
-                         4.8e12, 141e9, /*devicesPerNode=*/8};
+    return with(DeviceProfile{"h200-nvlink", 450e9, 0.5e-6, 7e-6, 989e12,
+                              67e12, 4.8e12, 141e9, /*devicesPerNode=*/8},
+                hopper);
   if (name == "a100-nvlink")
-    return DeviceProfile{"a100-nvlink", 300e9, 0.7e-6, 8e-6, 312e12, 19.5e12,
-                         2.0e12, 80e9, /*devicesPerNode=*/8};
+    return with(DeviceProfile{"a100-nvlink", 300e9, 0.7e-6, 8e-6, 312e12,
+                              19.5e12, 2.0e12, 80e9, /*devicesPerNode=*/8},
+                ampere);
   if (name == "h100-pcie")
-    return DeviceProfile{"h100-pcie", 64e9, 2e-6, 10e-6, 756e12, 51e12, 2.0e12,
-                         80e9, /*devicesPerNode=*/8};
+    return with(DeviceProfile{"h100-pcie", 64e9, 2e-6, 10e-6, 756e12, 51e12,
+                              2.0e12, 80e9, /*devicesPerNode=*/8},
+                hopperPcie);
   return std::nullopt;
 }
 

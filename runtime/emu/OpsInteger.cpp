@@ -511,7 +511,7 @@ bool tprt::emu::decodeInteger(const Statement &st, Inst &inst,
     return true;
   }
   if (op == "setp") {
-    if (isFloat) {
+    if (isFloatType(type)) { // packed f16x2/bf16x2 compares too
       known = false;
       return false;
     }
@@ -554,7 +554,10 @@ bool tprt::emu::decodeInteger(const Statement &st, Inst &inst,
     return true;
   }
 
-  if (isFloat && op != "and" && op != "or" && op != "xor" && op != "not") {
+  // Float arithmetic, packed pairs included (mul.rn.bf16x2 is not an
+  // integer multiply of the 32-bit register), belongs to decodeFloat.
+  if (isFloatType(type) && op != "and" && op != "or" && op != "xor" &&
+      op != "not") {
     known = false;
     return false;
   }

@@ -1,7 +1,8 @@
 // tp-fuse-attention on a hand-written attention ([batch 1, heads 2, seq 64,
 // head dim 32], scale 1/8 and an additive [seq, seq] mask in one op): the
-// kernel's structure (one warp per query row, Q in registers, an online max
-// and sum over the keys, a shuffle butterfly for the dot product, f32), the
+// kernel's structure (f32: the CUDA-core kernel, one warp per query row, K
+// and V tiles in workgroup memory with one lane per key, an online max and
+// sum, FMA), the
 // host-loop form, the [1, 2, 64, 64] scores gone after tp-lower-gpu, and the
 // PTX of the kernel.
 // RUN: tp-opt %s --tp-fuse-attention | FileCheck %s
@@ -24,50 +25,66 @@
 // CHECK: %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: return %[[R]]
 
-// 128 rows (1 x 2 x 64), 8 per block of 256 threads: 16 blocks.
-// CHECK: func.func private @tp_fused_attention_0(%[[AQ:.*]]: memref<1x2x64x32xf32>, %[[AK:.*]]: memref<1x2x64x32xf32>, %[[AV:.*]]: memref<1x2x64x32xf32>, %[[AM:.*]]: memref<64x64xf32>, %[[AO:.*]]: memref<1x2x64x32xf32>)
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c1, {{.*}} = %c1) threads(%[[TX:[a-z0-9]+]], {{.*}}) in ({{.*}} = %c256,
-// CHECK: %[[LANE:.*]] = arith.remui %[[TX]], %c32
-// CHECK: scf.if
-// Lane t holds Q[row, t], loaded once, before the loop over the keys.
-// CHECK: %[[QV:.*]] = memref.load %[[AQ]][{{.*}}] : memref<1x2x64x32xf32>
+// The function is a declaration naming its kernel (tp-linalg-to-gpu adds
+// the launch), with the flops the kernel must do: 4 x 128 rows x 64 keys x
+// 32 = 1048576 (no mask bounds the keys here).
+// CHECK: func.func private @tp_fused_attention_0(memref<1x2x64x32xf32>, memref<1x2x64x32xf32>, memref<1x2x64x32xf32>, memref<64x64xf32>, memref<1x2x64x32xf32>) attributes {tpgpu.attention_flops = 1048576 : i64, tpgpu.kernel = @tp_fused_attention_0_kernel::@tp_fused_attention_0_kernel}
+// f32 is not for tensor cores: one warp per query row on CUDA cores, 8 rows
+// per block of 256 threads, grid 8 query blocks x 2 heads; K and V tiles of
+// 32 keys (rows padded to 33 against bank conflicts) and the block's Q rows
+// in workgroup memory.
+// CHECK: gpu.func @tp_fused_attention_0_kernel(%[[AQ:.*]]: memref<1x2x64x32xf32>, %[[AK:.*]]: memref<1x2x64x32xf32>, %[[AV:.*]]: memref<1x2x64x32xf32>, %[[AM:.*]]: memref<64x64xf32>, %[[AO:.*]]: memref<1x2x64x32xf32>) workgroup(%[[KT:.*]] : memref<32x33xf32, #gpu.address_space<workgroup>>, %[[VT:.*]] : memref<32x33xf32, #gpu.address_space<workgroup>>, %[[QT:.*]] : memref<8x32xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 8, 2, 1>}
+// Q's row, once, before the loop over the key tiles.
+// CHECK: memref.load %[[AQ]]
+// CHECK: memref.store %{{.*}}, %[[QT]]
 // The loop carries the running max (from -inf), the running sum and the
-// lane's accumulator, all f32.
-// CHECK: %[[LOOP:.*]]:3 = scf.for %[[J:.*]] = %{{.*}} to %c64{{.*}} iter_args(%[[MX:.*]] = %cst{{.*}}, %[[L:.*]] = %cst{{.*}}, %[[ACC:.*]] = %cst{{.*}}) -> (f32, f32, f32)
-// CHECK: %[[KV:.*]] = memref.load %[[AK]][{{.*}}, %[[J]], {{.*}}]
-// CHECK: arith.mulf %[[QV]], %[[KV]] : f32
-// CHECK-COUNT-5: gpu.shuffle xor
+// lane's accumulator, all f32; each tile of K and V is staged between two
+// barriers.
+// CHECK: %[[LOOP:.*]]:3 = scf.for {{.*}} iter_args(%[[MX:.*]] = %cst{{.*}}, %[[L:.*]] = %cst{{.*}}, %[[ACC:.*]] = %cst{{.*}}) -> (f32, f32, f32)
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[AK]]
+// CHECK: memref.store %{{.*}}, %[[KT]]
+// CHECK: memref.load %[[AV]]
+// CHECK: memref.store %{{.*}}, %[[VT]]
+// CHECK: gpu.barrier
+// One lane per key: its dot product over the head dimension, by FMA.
+// CHECK: %[[DOT:.*]] = scf.for {{.*}} -> (f32)
+// CHECK: memref.load %[[QT]]
+// CHECK: memref.load %[[KT]]
+// CHECK: math.fma
 // The cloned score chain: the scale, the mask at [query, key].
-// CHECK: %[[MASK:.*]] = memref.load %[[AM]][{{.*}}, %[[J]]] : memref<64x64xf32>
-// CHECK: %[[SC:.*]] = arith.mulf %{{.*}}, %cst
-// CHECK: %[[S:.*]] = arith.addf %[[SC]], %[[MASK]] : f32
-// The online update: m' = max(m, s), base 0 when m' = -inf, rescale by
-// exp(m - m'), p = exp(s - m').
-// CHECK: %[[NEXT:.*]] = arith.maximumf %[[MX]], %[[S]] : f32
+// CHECK: %[[MASK:.*]] = memref.load %[[AM]]
+// CHECK: %[[SC:.*]] = arith.mulf %[[DOT]], %cst
+// CHECK: arith.addf %[[SC]], %[[MASK]] : f32
+// The tile's maximum over the warp, the online update.
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: %[[NEXT:.*]] = arith.maximumf %[[MX]], %{{.*}} : f32
 // CHECK: %[[ISINF:.*]] = arith.cmpf oeq, %[[NEXT]], %cst
 // CHECK: %[[BASE:.*]] = arith.select %[[ISINF]], %cst{{.*}}, %[[NEXT]]
-// CHECK: %[[D1:.*]] = arith.subf %[[MX]], %[[BASE]]
-// CHECK: %[[ALPHA:.*]] = math.exp %[[D1]]
-// CHECK: %[[D2:.*]] = arith.subf %[[S]], %[[BASE]]
-// CHECK: %[[P:.*]] = math.exp %[[D2]]
-// CHECK: %[[L1:.*]] = arith.mulf %[[L]], %[[ALPHA]]
-// CHECK: %[[L2:.*]] = arith.addf %[[L1]], %[[P]]
-// CHECK: %[[VV:.*]] = memref.load %[[AV]][{{.*}}, %[[J]], {{.*}}]
-// CHECK: %[[A1:.*]] = arith.mulf %[[ACC]], %[[ALPHA]]
-// CHECK: %[[A2:.*]] = arith.mulf %[[P]], %[[VV]]
-// CHECK: %[[A3:.*]] = arith.addf %[[A1]], %[[A2]]
-// CHECK: scf.yield %[[NEXT]], %[[L2]], %[[A3]]
-// CHECK: %[[O:.*]] = arith.divf %[[LOOP]]#2, %[[LOOP]]#1 : f32
+// CHECK: arith.subf %[[MX]], %[[BASE]]
+// CHECK: %[[ALPHA:.*]] = math.exp
+// CHECK: %[[P:.*]] = math.exp
+// CHECK: math.fma %[[L]], %[[ALPHA]], %[[P]]
+// CHECK: arith.mulf %[[ACC]], %[[ALPHA]]
+// P V: each key's p broadcast from its lane, times V's tile.
+// CHECK: scf.for
+// CHECK: gpu.shuffle  idx %[[P]]
+// CHECK: memref.load %[[VT]]
+// CHECK: math.fma
+// CHECK: scf.yield %[[NEXT]]
+// The row sum over the lanes, then O = acc / l.
+// CHECK-COUNT-5: gpu.shuffle  xor %{{.*}} : f32
+// CHECK: %[[O:.*]] = arith.divf %[[LOOP]]#2, %{{.*}} : f32
 // CHECK: memref.store %[[O]], %[[AO]][{{.*}}] : memref<1x2x64x32xf32>
-// CHECK: gpu.terminator
+// CHECK: gpu.return
 
 // The same recurrence as host loops: rows, keys, then the head dimension
 // for the dot product and the value columns for the accumulator.
 // LOOPS: func.func private @tp_fused_attention_0(
-// LOOPS-NOT: gpu.
+// LOOPS-NOT: {{[^p]gpu\.}}
 // LOOPS: %[[ACC:.*]] = memref.alloca() : memref<32xf32>
 // LOOPS: scf.for %{{.*}} = %{{.*}} to %c128
-// LOOPS: scf.for {{.*}} to %c64{{.*}} iter_args({{.*}}) -> (f32, f32)
+// LOOPS: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32)
 // LOOPS: scf.for {{.*}} to %c32{{.*}} iter_args({{.*}}) -> (f32)
 // LOOPS: arith.maximumf
 // LOOPS: math.exp
@@ -81,10 +98,10 @@
 // KERN-NOT: tprt_mlir_batched_gemm
 // KERN: call @tp_fused_attention_0(
 // KERN-NOT: x64x64xf32>
-// KERN: gpu.launch_func @{{[a-z_0-9]+}}::@tp_fused_attention_0_kernel blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1)
+// KERN: gpu.launch_func @{{[a-z_0-9]+}}::@tp_fused_attention_0_kernel blocks in (%c8, %c2, %c1) threads in (%c256, %c1, %c1)
 // KERN-NOT: gpu.launch_func
 // KERN: gpu.func @tp_fused_attention_0_kernel(
-// KERN-SAME: known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 16, 1, 1>
+// KERN-SAME: known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 8, 2, 1>
 
 // fuse-attention=false: the unfused path (two batched GEMMs around the
 // materialised scores) stays available.

@@ -7,14 +7,14 @@
 // RUN: tp-opt %s --tp-lower-gpu="chip=sm_90 format=isa stop-after=kernels" 2>&1 | FileCheck %s --check-prefix=KERN --implicit-check-not=remark
 // RUN: tp-opt %s --tp-lower-gpu="chip=sm_90 format=isa stop-after=kernels" | grep -c "gpu.launch_func" | FileCheck %s --check-prefix=LAUNCHES
 // RUN: tp-opt %s --tp-lower-gpu="chip=sm_90 format=isa" -o %t.llvm.mlir
-// RUN: %python -c "import re, sys; s = open(sys.argv[1]).read(); k = s[s.index('.entry bias_grad_kernel'):]; k = k[:k.find('.entry', 1)] if '.entry' in k[1:] else k; print('bar.sync', k.count('bar.sync')); print('shared', len(re.findall(r'\.shared \.align 4 \.b8 __wg_bias_grad_kernel_0\[4096\]', s)))" %t.llvm.mlir | FileCheck %s --check-prefix=ENTRY
+// RUN: %python -c "import re, sys; s = open(sys.argv[1]).read(); k = s[s.index('.entry bias_grad_kernel'):]; k = k[:k.find('.entry', 1)] if '.entry' in k[1:] else k; print('bar.sync', k.count('bar.sync')); print('shared', len(re.findall(r'\.shared \.align 16 \.b8 __wg_bias_grad_kernel_0\[4096\]', s)))" %t.llvm.mlir | FileCheck %s --check-prefix=ENTRY
 
 // 1024 columns / 32 = 32 blocks, few enough that each block gets 32 rows of
 // threads (1024 threads); a 32 x 32 f32 workgroup buffer. The zero fill of
 // the output is absorbed (the kernel starts from 0.0): one launch in all.
 // LAUNCHES: {{^}}1{{$}}
 // KERN: gpu.launch_func @bias_grad_kernel::@bias_grad_kernel blocks in (%c32, %c1, %c1) threads in (%c32, %c32, %c1)
-// KERN: gpu.func @bias_grad_kernel({{.*}}) workgroup(%[[WG:.*]] : memref<1024xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 32, 32, 1>, known_grid_size = array<i32: 32, 1, 1>}
+// KERN: gpu.func @bias_grad_kernel({{.*}}) workgroup(%[[WG:.*]] : memref<1024xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 32, 32, 1>, known_grid_size = array<i32: 32, 1, 1>}
 // KERN: scf.for %{{.*}} = %thread_id_y to %{{.*}} step %c32 iter_args(%{{.*}}) -> (f32)
 // KERN: memref.load %{{.*}} : memref<4096x1024xf32>
 // KERN: memref.store %{{.*}}, %[[WG]]

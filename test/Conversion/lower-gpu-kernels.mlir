@@ -3,21 +3,27 @@
 // parallel ops, one block per row for row reductions; host buffers move to
 // the device.
 
-// An elementwise op of 16x64 points: 4 blocks of 256 threads, one point
-// per thread (a bounds guard, no loop).
+// An elementwise op of 16x64 points, vectorized: x, the bias and y are
+// contiguous along the innermost loop, so each thread handles a group of 4
+// consecutive f32 (16 bytes): 256 groups, one block of 256 threads (a
+// bounds guard, no loop), one 16-byte load of x and of the bias, the region
+// at each of the 4 points, one 16-byte store of y.
 // CHECK-LABEL: func.func @elementwise
-// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
-// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C4]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]],
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]],
 // CHECK: %[[I:.*]] = arith.addi %{{.*}}, %[[TX]] : index
 // CHECK: scf.if
-// CHECK: %[[COL:.*]] = arith.remui %[[I]], %{{.*}} : index
-// CHECK: %[[ROW:.*]] = arith.divui %[[I]], %{{.*}} : index
-// CHECK: %[[X:.*]] = memref.load %arg0[%[[ROW]], %[[COL]]] : memref<16x64xf32>
-// CHECK: %[[B:.*]] = memref.load %arg1[%[[COL]]] : memref<64xf32>
-// CHECK: %[[S:.*]] = arith.addf %[[X]], %[[B]] : f32
-// CHECK: %[[T:.*]] = math.tanh %[[S]] : f32
-// CHECK: memref.store %[[T]], %arg2[%[[ROW]], %[[COL]]] : memref<16x64xf32>
+// CHECK: %[[GROUP:.*]] = arith.remui %[[I]], %c16 : index
+// CHECK: %[[ROW:.*]] = arith.divui %[[I]], %c16 : index
+// CHECK: %[[COL:.*]] = arith.muli %[[GROUP]], %c4 : index
+// CHECK: %[[X:.*]] = vector.load %arg0[%[[ROW]], %[[COL]]] {alignment = 16 : i64} : memref<16x64xf32>, vector<4xf32>
+// CHECK: %[[B:.*]] = vector.load %arg1[%[[COL]]] {alignment = 16 : i64} : memref<64xf32>, vector<4xf32>
+// CHECK-COUNT-4: math.tanh
+// CHECK: %[[Y:.*]] = vector.from_elements
+// CHECK: vector.store %[[Y]], %arg2[%[[ROW]], %[[COL]]] {alignment = 16 : i64} : memref<16x64xf32>, vector<4xf32>
+// CHECK-NOT: memref.load
+// CHECK-NOT: memref.store
 // CHECK: gpu.terminator
 // CHECK-NOT: linalg.
 func.func @elementwise(%x: memref<16x64xf32>, %b: memref<64xf32>, %y: memref<16x64xf32>) {
@@ -31,16 +37,17 @@ func.func @elementwise(%x: memref<16x64xf32>, %b: memref<64xf32>, %y: memref<16x
   return
 }
 
-// More points than 65535 blocks of 256 threads hold: a grid-stride loop.
+// More groups of 4 points than 65535 blocks of 256 threads hold: a
+// grid-stride loop (16384 x 8192 points, 33554432 groups).
 // CHECK-LABEL: func.func @grid_stride
 // CHECK: %[[BLOCKS:.*]] = arith.constant 65535 : index
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %[[BLOCKS]],
 // CHECK-DAG: %[[TOTAL:.*]] = arith.constant 33554432 : index
 // CHECK-DAG: %[[STRIDE:.*]] = arith.constant 16776960 : index
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[TOTAL]] step %[[STRIDE]]
-func.func @grid_stride(%x: memref<8192x4096xf32>) {
+func.func @grid_stride(%x: memref<16384x8192xf32>) {
   %c = arith.constant 1.0 : f32
-  linalg.fill ins(%c : f32) outs(%x : memref<8192x4096xf32>)
+  linalg.fill ins(%c : f32) outs(%x : memref<16384x8192xf32>)
   return
 }
 
@@ -239,11 +246,14 @@ func.func @unknown_combiner(%x: memref<16x64xf32>, %s: memref<64xf32>) {
   return
 }
 
-// linalg.index reads the loop index (a causal mask).
+// linalg.index reads the loop index (a causal mask): in the group of 4,
+// point 1's column is the group's first column + 1.
 // CHECK-LABEL: func.func @causal_mask
-// CHECK: %[[J:.*]] = arith.remui
+// CHECK: %[[G:.*]] = arith.remui
 // CHECK: %[[I:.*]] = arith.divui
-// CHECK: arith.cmpi ugt, %[[J]], %[[I]] : index
+// CHECK: %[[J0:.*]] = arith.muli %[[G]], %c4
+// CHECK: %[[J1:.*]] = arith.addi %[[J0]], %c1
+// CHECK: arith.cmpi ugt, %[[J1]], %[[I]] : index
 // CHECK-NOT: linalg.index
 func.func @causal_mask(%x: memref<8x8xf32>, %y: memref<8x8xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
@@ -276,12 +286,13 @@ func.func @host_buffers(%x: memref<16x64xf32>, %y: memref<16x64xf32>) {
   return
 }
 
-// A copy out of a strided view is a kernel.
+// A copy out of a strided view is a kernel (vectorized: the view's rows
+// start at offset 32, a multiple of the group of 4).
 // CHECK-LABEL: func.func @strided_copy
 // CHECK: %[[V:.*]] = memref.subview
 // CHECK: gpu.launch
-// CHECK: memref.load %[[V]]
-// CHECK: memref.store %{{.*}}, %arg1
+// CHECK: vector.load %[[V]]
+// CHECK: vector.store %{{.*}}, %arg1
 // CHECK-NOT: gpu.memcpy
 func.func @strided_copy(%x: memref<16x64xf32>, %y: memref<16x32xf32>) {
   %v = memref.subview %x[0, 32] [16, 32] [1, 1] : memref<16x64xf32> to memref<16x32xf32, strided<[64, 1], offset: 32>>
@@ -296,7 +307,7 @@ memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 
 // CHECK: %[[D:.*]] = gpu.alloc () : memref<4xf32>
 // CHECK: gpu.memcpy %[[D]], %[[H]]
 // CHECK: gpu.launch
-// CHECK: memref.load %[[D]]
+// CHECK: vector.load %[[D]]
 // CHECK: gpu.dealloc %[[D]]
 // CHECK-NEXT: return
 func.func @constant_table(%y: memref<4xf32>) {

@@ -79,7 +79,7 @@ func.func @softmax_f32(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
 // KERN-LABEL: func.func @softmax_bf16_scores
 // KERN: %[[X:.*]] = gpu.alloc () : memref<4x8x128xf32>
 // KERN-NOT: gpu.alloc
-// KERN: gpu.launch_func @tp_kernels::@{{.*}} blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1) args(%arg0 : memref<4x8x128xbf16>, %[[X]] : memref<4x8x128xf32>)
+// KERN: gpu.launch_func @tp_kernels::@{{.*}} blocks in (%c2, %c1, %c1) threads in (%c256, %c1, %c1) args(%arg0 : memref<4x8x128xbf16>, %[[X]] : memref<4x8x128xf32>)
 // KERN: gpu.launch_func @tp_kernels::@[[SM:.*]] blocks in (%c32, %c1, %c1) threads in (%c128, %c1, %c1) args(%[[X]] : memref<4x8x128xf32>, %arg1 : memref<4x8x128xbf16>)
 // KERN-NOT: gpu.launch_func
 // KERN: return

@@ -38,6 +38,41 @@ struct DeviceProfile {
   /// that the link numbers above do not describe (tp-run --preflight).
   int devicesPerNode = 8;
 
+  /// How one GPU executes kernels and library calls: the numbers behind the
+  /// GPU cost report's modelled seconds (docs/cost-model.md, "GPU kernels
+  /// and library calls"). The planner does not read them. Defaults: H100
+  /// SXM.
+  struct GPUExecution {
+    int sms = 132;         ///< streaming multiprocessors
+    double clock = 1.98e9; ///< Hz, boost clock under load
+    /// FP32 lanes per SM: 128 on Hopper, 64 on Ampere (flops32 is
+    /// sms * fp32Lanes * 2 * clock).
+    int fp32Lanes = 128;
+    /// Special-function (MUFU: ex2, rsqrt, sin, ...) results per SM and
+    /// cycle.
+    int sfuLanes = 16;
+    /// Warp instructions issued per SM and cycle (4 schedulers).
+    int issuePerCycle = 4;
+    double flops64 = 34e12; ///< FP64 FLOP/s on CUDA cores
+    /// The fraction of memoryBandwidth a streaming kernel reaches (device
+    /// copies measured at 4.3 TB/s of the H200's 4.8).
+    double memoryEfficiency = 0.9;
+    /// cuBLAS's fraction of flops16 on large 16-bit GEMMs (790 TFLOP/s
+    /// measured through PyTorch on the H200), and of flops32 in f32.
+    double gemmEfficiency = 0.8;
+    /// A library's fused attention (cuDNN 9 / FlashAttention-3: about 600
+    /// TFLOP/s forward at head dimension 128).
+    double attentionEfficiency = 0.61;
+    /// mma.sync's peak as a fraction of flops16 (Hopper reaches its full
+    /// tensor rate with wgmma only; Ampere's peak is mma.sync's).
+    double mmaSyncFraction = 0.67;
+    /// Seconds one launch costs on a busy stream (kernel or library call).
+    double launch = 2e-6;
+    /// Output tile of a library GEMM (its wave quantisation).
+    int gemmTile = 128;
+  };
+  GPUExecution gpu;
+
   /// The built-in profiles: h100-nvlink, h200-nvlink, a100-nvlink,
   /// h100-pcie.
   static std::optional<DeviceProfile> lookup(llvm::StringRef name);

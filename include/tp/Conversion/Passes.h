@@ -8,9 +8,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -91,6 +94,12 @@ struct LowerGPUOptions : public PassPipelineOptions<LowerGPUOptions> {
                      "tensors), 'kernels' (gpu.launch ops on buffers, "
                      "outlined), or empty for the whole pipeline"),
       llvm::cl::init("")};
+  PassOptions::Option<std::string> device{
+      *this, "device",
+      llvm::cl::desc("Device profile of the cost model that decides "
+                     "fused-or-not and of the cost report's seconds: "
+                     "h100-nvlink, h200-nvlink, a100-nvlink, h100-pcie"),
+      llvm::cl::init("h100-nvlink")};
   PassOptions::Option<std::string> costReport{
       *this, "cost-report",
       llvm::cl::desc("Write a JSON cost report (kernel launches, GEMM "

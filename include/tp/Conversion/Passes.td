@@ -343,6 +343,44 @@ def LegalizeFPowIPass : Pass<"tp-legalize-fpowi"> {
   ];
 }
 
+def TabulateIndexMathPass
+    : Pass<"tp-tabulate-index-math", "::mlir::ModuleOp"> {
+  let summary = "Compute transcendental functions of loop indices once per "
+                "distinct index, in a table the op reads (GPU path)";
+  let description = [{
+    In a parallel `linalg.generic` on tensors, a value computed from
+    `linalg.index` and constants alone whose computation contains a
+    transcendental op (`math.powf`, `sin`, `cos`, `exp`, ...) and whose
+    indices span at most half of the op's iteration space becomes a table:
+    a new generic over just the loops it depends on computes it once per
+    distinct index, and the op reads it through the map of those loops.
+    Rotary embeddings are the case: `cos(s * theta^(-2j/D))` at every
+    `[b, s, h, 2, D/2]` element becomes a `[s, D/2]` table.
+
+    ```mlir
+    // before
+    %r = linalg.generic {...} ins(%x1, %x2 : ...) outs(%e : tensor<1x8x4x2x16xf32>) {
+      %s = linalg.index 1 ... %j = linalg.index 4 ...
+      %f = math.powf %theta, %exponent ... %c = math.cos %angle ... %n = math.sin %angle
+      ...
+    }
+    // after
+    %t:2 = linalg.generic {...} outs(%c0, %s0 : tensor<8x16xf32>, tensor<8x16xf32>) {
+      ... math.powf ... math.cos ... math.sin ... linalg.yield %c, %n
+    }
+    %r = linalg.generic {...} ins(%x1, %x2, %t#0, %t#1 : ...) ... {
+      // cos and sin read as inputs (d1, d4)
+    }
+    ```
+
+    The table computes the same ops on the same types: results are
+    bitwise unchanged. Preconditions: on tensors, static shapes; runs after
+    elementwise fusion (which would fuse the table back).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn every linalg op on buffers into a gpu.launch and "
                 "move host buffers to the device";
@@ -420,7 +458,10 @@ def GPUCostReportPass : Pass<"tp-gpu-cost-report", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"file", "file", "std::string", /*default=*/"\"\"",
-           "Where the JSON report goes">
+           "Where the JSON report goes">,
+    Option<"device", "device", "std::string", /*default=*/"\"h100-nvlink\"",
+           "Device profile of the modelled seconds: h100-nvlink, "
+           "h200-nvlink, a100-nvlink, h100-pcie">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
@@ -485,15 +526,23 @@ def FuseAttentionPass : Pass<"tp-fuse-attention", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"gpu\"",
-           "gpu (a gpu.launch, one warp per query row) or loops (scf loops "
-           "on the host, the same algorithm)">
+           "gpu (a gpu.launch) or loops (scf loops on the host, the same "
+           "recurrence, for the CPU numerics check)">,
+    Option<"kernel", "kernel", "std::string", /*default=*/"\"auto\"",
+           "auto (tensor cores where eligible, else CUDA cores; fused only "
+           "where the cost model says it is faster than the unfused path), "
+           "tensor-core or cuda-core (that kernel, always fused)">,
+    Option<"device", "device", "std::string", /*default=*/"\"h100-nvlink\"",
+           "Device profile of the cost model (kernel=auto)">
   ];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",
-    "::mlir::affine::AffineDialect"
+    "::mlir::affine::AffineDialect", "::mlir::vector::VectorDialect",
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::LLVM::LLVMDialect"
   ];
 }
 

@@ -55,10 +55,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GPUCostModel.h"
 #include "tp/Conversion/Passes.h"
 #include "tp/Conversion/RuntimeSymbols.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -77,6 +80,8 @@ namespace mlir::tp {
 
 using namespace mlir;
 using namespace mlir::tp;
+using gpucost::kAttentionFlops;
+using gpucost::kMeshSizes;
 
 namespace {
 
@@ -142,6 +147,15 @@ KernelAccess analyzeKernel(gpu::GPUFuncOp kernel) {
     } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
       if (int a = argOf(store.getMemRef()); a >= 0)
         access.writes[a] = true;
+    } else if (auto load = dyn_cast<vector::LoadOp>(op)) {
+      if (int a = argOf(load.getBase()); a >= 0)
+        access.reads[a] = true;
+    } else if (auto store = dyn_cast<vector::StoreOp>(op)) {
+      if (int a = argOf(store.getBase()); a >= 0)
+        access.writes[a] = true;
+    } else if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
+      if (int a = argOf(copy.getSrc()); a >= 0)
+        access.reads[a] = true;
     } else if (auto rmw = dyn_cast<memref::AtomicRMWOp>(op)) {
       if (int a = argOf(rmw.getMemref()); a >= 0)
         access.reads[a] = access.writes[a] = true;
@@ -160,21 +174,29 @@ struct Entry {
   int64_t flops = 0;
   SmallVector<int64_t> grid, block;
   SmallVector<int64_t> gemmShape; // batch, M, N, K
+  gpucost::Time time;
+  /// Kernels: what the counter found (issue slots, tensor flops, ...).
+  gpucost::KernelWork work;
+  /// Runtime calls: a collective (its time is communication).
+  bool communication = false;
 };
 
 struct Totals {
   int64_t count = 0, read = 0, written = 0, flops = 0;
+  double seconds = 0;
   void add(const Entry &e) {
     ++count;
     read += e.read;
     written += e.written;
     flops += e.flops;
+    seconds += e.time.seconds;
   }
   void add(const Totals &t) {
     count += t.count;
     read += t.read;
     written += t.written;
     flops += t.flops;
+    seconds += t.seconds;
   }
 };
 
@@ -187,6 +209,15 @@ struct FunctionReport {
   std::string largestType;
   int64_t largestBytes = 0;
   llvm::StringMap<int64_t> callsByName;
+  /// Seconds of collectives (the rest is compute), and the flops of fused
+  /// attentions (tp.attention_flops of the functions called).
+  double communication = 0;
+  double attentionFlops = 0;
+  /// Whether every GEMM and attention is 16-bit (the roofline's peak).
+  bool sixteenBit = true;
+  double seconds() const {
+    return kernels.seconds + gemms.seconds + calls.seconds + copies.seconds;
+  }
   int64_t moved() const {
     return kernels.read + kernels.written + gemms.read + gemms.written +
            calls.read + calls.written + copies.read + copies.written;
@@ -195,10 +226,15 @@ struct FunctionReport {
 
 class Reporter {
 public:
-  explicit Reporter(ModuleOp module) : module(module) {}
+  Reporter(ModuleOp module, const DeviceProfile &device)
+      : module(module), device(device) {}
   LogicalResult run(func::FuncOp fn, FunctionReport &report);
 
 private:
+  /// A runtime call's time: a collective by the planner's ring formula
+  /// (communication), a slice or any other call as a copy of its bytes.
+  gpucost::Time callTime(func::CallOp call, ArrayRef<Value> buffers,
+                         Entry &e);
   int64_t bytes(Value v, FunctionReport &report) {
     std::optional<int64_t> b = bufferBytes(v);
     if (!b) {
@@ -214,10 +250,70 @@ private:
     return it->second;
   }
   ModuleOp module;
+  const DeviceProfile &device;
   DenseMap<Operation *, KernelAccess> kernels;
+
+public:
+  /// Collectives whose group size neither the mesh nor the shapes gave.
+  int64_t unknownGroups = 0;
+
+private:
   /// Functions being counted (a call inside one adds its callee's figures).
   DenseSet<Operation *> active;
 };
+
+gpucost::Time Reporter::callTime(func::CallOp call, ArrayRef<Value> buffers,
+                                 Entry &e) {
+  StringRef name = call.getCallee();
+  std::optional<CollectiveKind> kind;
+  for (auto [text, k] :
+       {std::pair<StringRef, CollectiveKind>{"all_reduce",
+                                             CollectiveKind::AllReduce},
+        {"all_gather", CollectiveKind::AllGather},
+        {"reduce_scatter", CollectiveKind::ReduceScatter},
+        {"all_to_all", CollectiveKind::AllToAll}})
+    if (name.contains(text))
+      kind = k;
+  MemRefType in = rankedType(buffers.front()), out = rankedType(buffers.back());
+  if (!kind || !in || !out || !in.hasStaticShape() || !out.hasStaticShape())
+    return gpucost::copyTime(double(e.read + e.written), device);
+  e.communication = true;
+  CollectiveStep step;
+  step.kind = *kind;
+  step.inputShape = llvm::to_vector(in.getShape());
+  step.outputShape = llvm::to_vector(out.getShape());
+  // The group: the mesh axes of the call's mask (tp-lower-gpu records the
+  // mesh's sizes before the mesh goes), else what the shapes say.
+  std::optional<int64_t> mask;
+  for (Value v : call.getOperands())
+    if (v.getType().isInteger(64))
+      if (std::optional<int64_t> c = getConstantIntValue(v))
+        mask = c; // the last i64 scalar before the buffers: axes_mask
+  auto sizes = module->getAttrOfType<DenseI64ArrayAttr>(kMeshSizes);
+  int64_t group = 0;
+  if (sizes && mask) {
+    group = 1;
+    for (auto [i, size] : llvm::enumerate(sizes.asArrayRef()))
+      if (*mask & (int64_t(1) << i))
+        group *= size;
+  } else if (in.getNumElements() && out.getNumElements()) {
+    if (*kind == CollectiveKind::AllGather)
+      group = out.getNumElements() / in.getNumElements();
+    else if (*kind == CollectiveKind::ReduceScatter)
+      group = in.getNumElements() / out.getNumElements();
+  }
+  if (group <= 0) {
+    ++unknownGroups;
+    group = 2; // at least a pair: never free
+  }
+  step.groupSize = group;
+  gpucost::Time t;
+  t.seconds = CostModel(device).collectiveTime(
+      step, getElementBytes(in.getElementType()));
+  t.compute = t.seconds;
+  t.bound = "link";
+  return t;
+}
 
 /// The buffer behind `v`: through memref.cast and view ops.
 Value bufferRoot(Value v) {
@@ -297,6 +393,14 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
         e.grid.push_back(getConstantIntValue(v).value_or(-1));
       for (Value v : {block.x, block.y, block.z})
         e.block.push_back(getConstantIntValue(v).value_or(-1));
+      auto known = [](ArrayRef<int64_t> sizes) {
+        return llvm::to_vector(llvm::map_range(
+            sizes, [](int64_t n) { return std::max<int64_t>(n, 1); }));
+      };
+      e.work = gpucost::countKernel(kernel.getBody(), known(e.grid),
+                                    known(e.block));
+      e.work.bytes = double(e.read + e.written);
+      e.time = gpucost::kernelTime(e.work, device);
       report.kernels.add(e);
       report.entries.push_back(std::move(e));
       return WalkResult::advance();
@@ -307,6 +411,7 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
       e.name = "gpu.memcpy";
       e.read = bytes(copy.getSrc(), report);
       e.written = bytes(copy.getDst(), report);
+      e.time = gpucost::copyTime(double(e.read + e.written), device);
       Value target = bufferRoot(copy.getDst()), source = root(copy.getSrc());
       if (target != source && !isa<BlockArgument>(target))
         copyOf[target] = source;
@@ -337,6 +442,12 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
       report.gemms.add(inner.gemms);
       report.calls.add(inner.calls);
       report.copies.add(inner.copies);
+      report.communication += inner.communication;
+      report.sixteenBit &= inner.sixteenBit;
+      if (auto flops = callee->getAttrOfType<IntegerAttr>(kAttentionFlops))
+        report.attentionFlops += double(flops.getInt());
+      else
+        report.attentionFlops += inner.attentionFlops;
       report.unknownBuffers += inner.unknownBuffers;
       for (const auto &entry : inner.callsByName)
         report.callsByName[entry.getKey()] += entry.getValue();
@@ -355,6 +466,7 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
         e.read += t->read;
         e.written += t->written;
       }
+      e.time.seconds = inner.seconds();
       report.entries.push_back(std::move(e));
       return WalkResult::advance();
     }
@@ -407,6 +519,10 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
                        isArgument))
         for (Value v : buffers)
           activation(v);
+      bool sixteenBit = a.getElementType().getIntOrFloatBitWidth() <= 16;
+      report.sixteenBit &= sixteenBit;
+      e.time = gpucost::gemmTime(batch, m, n, k, sixteenBit,
+                                 double(e.read + e.written), device);
       report.gemms.add(e);
     } else {
       e.kind = "call";
@@ -418,6 +534,9 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
           e.read += bytes(v, report);
       for (Value v : buffers)
         activation(v);
+      e.time = callTime(call, buffers, e);
+      if (e.communication)
+        report.communication += e.time.seconds;
       report.calls.add(e);
       ++report.callsByName[e.name];
     }
@@ -430,22 +549,71 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
 llvm::json::Object totalsJson(const Totals &t, bool withFlops) {
   llvm::json::Object o{{"count", t.count},
                        {"bytes_read", t.read},
-                       {"bytes_written", t.written}};
+                       {"bytes_written", t.written},
+                       {"seconds", t.seconds}};
   if (withFlops)
     o["flops"] = t.flops;
   return o;
 }
 
-llvm::json::Value reportJson(const FunctionReport &r) {
+/// The roofline of a function: its GEMM flops at the library's GEMM rate,
+/// its attention flops at a library attention's rate, and its minimum
+/// bytes at the achievable bandwidth.
+double rooflineSeconds(const FunctionReport &r, const DeviceProfile &d) {
+  double peak = r.sixteenBit ? d.flops16 : d.flops32;
+  return double(r.gemms.flops) / (peak * d.gpu.gemmEfficiency) +
+         r.attentionFlops / (peak * d.gpu.attentionEfficiency) +
+         double(r.minimum) / (d.memoryBandwidth * d.gpu.memoryEfficiency);
+}
+
+/// Entries by modelled time, slowest first (kernels, GEMMs, calls, copies
+/// and module functions alike).
+SmallVector<const Entry *> slowest(const FunctionReport &r, size_t n) {
+  SmallVector<const Entry *> order;
+  for (const Entry &e : r.entries)
+    order.push_back(&e);
+  llvm::stable_sort(order, [](const Entry *a, const Entry *b) {
+    return a->time.seconds > b->time.seconds;
+  });
+  if (order.size() > n)
+    order.resize(n);
+  return order;
+}
+
+/// Kernels whose modelled time is far above the time of their bytes: bound
+/// by instruction issue, special functions or CUDA-core flops, at least
+/// twice their bytes' time and at least 1% of the function's. Kernels on
+/// tensor cores are left out (their flops are the point).
+bool isFlagged(const Entry &e, double total, const DeviceProfile &d) {
+  if (e.kind != "kernel" || e.time.bound == "memory" ||
+      e.time.bound == "tensor" || e.work.tensorFlops > 0)
+    return false;
+  return e.time.seconds > 2 * (e.time.memory + d.gpu.launch) &&
+         e.time.seconds >= 0.01 * total;
+}
+
+llvm::json::Value reportJson(const FunctionReport &r, const DeviceProfile &d) {
   llvm::json::Array entries;
   for (const Entry &e : r.entries) {
     llvm::json::Object o{{"kind", e.kind},
                          {"name", e.name},
                          {"bytes_read", e.read},
-                         {"bytes_written", e.written}};
+                         {"bytes_written", e.written},
+                         {"seconds", e.time.seconds}};
     if (e.kind == "kernel") {
       o["grid"] = llvm::json::Array(e.grid);
       o["block"] = llvm::json::Array(e.block);
+      o["bound"] = e.time.bound;
+      o["memory_seconds"] = e.time.memory;
+      o["compute_seconds"] = e.time.compute;
+      o["work"] = llvm::json::Object{{"threads", e.work.threads},
+                                     {"issue_slots", e.work.issue},
+                                     {"sfu", e.work.sfu},
+                                     {"flops32", e.work.flops32},
+                                     {"flops64", e.work.flops64},
+                                     {"tensor_flops", e.work.tensorFlops}};
+      if (e.work.unknownLoops)
+        o["unknown_loops"] = e.work.unknownLoops;
     }
     if (e.kind == "gemm") {
       o["flops"] = e.flops;
@@ -453,12 +621,34 @@ llvm::json::Value reportJson(const FunctionReport &r) {
       o["m"] = e.gemmShape[1];
       o["n"] = e.gemmShape[2];
       o["k"] = e.gemmShape[3];
+      o["bound"] = e.time.bound;
     }
+    if (e.kind == "call" && e.communication)
+      o["communication"] = true;
     entries.push_back(std::move(o));
   }
   llvm::json::Object byName;
   for (const auto &kv : r.callsByName)
     byName[kv.getKey()] = kv.getValue();
+  double total = r.seconds();
+  double compute = total - r.communication;
+  double roofline = rooflineSeconds(r, d);
+  llvm::json::Array slow;
+  for (const Entry *e : slowest(r, 5))
+    slow.push_back(llvm::json::Object{
+        {"name", e->name},
+        {"kind", e->kind},
+        {"seconds", e->time.seconds},
+        {"share", total > 0 ? e->time.seconds / total : 0.0}});
+  llvm::json::Array flags;
+  for (const Entry &e : r.entries)
+    if (isFlagged(e, r.seconds(), d))
+      flags.push_back(llvm::json::Object{
+          {"name", e.name},
+          {"seconds", e.time.seconds},
+          {"bytes_seconds", e.time.memory},
+          {"ratio", e.time.memory > 0 ? e.time.seconds / e.time.memory : 0.0},
+          {"bound", e.time.bound}});
   int64_t moved = r.moved();
   llvm::json::Object o{
       {"name", r.name},
@@ -482,11 +672,34 @@ llvm::json::Value reportJson(const FunctionReport &r) {
        llvm::json::Object{{"type", r.largestType},
                           {"bytes", r.largestBytes}}},
       {"unknown_buffers", r.unknownBuffers},
+      {"seconds",
+       llvm::json::Object{{"total", total},
+                          {"compute", compute},
+                          {"communication", r.communication},
+                          {"kernels", r.kernels.seconds},
+                          {"gemms", r.gemms.seconds},
+                          {"calls", r.calls.seconds},
+                          {"copies", r.copies.seconds}}},
+      {"roofline",
+       llvm::json::Object{{"gemm_flops", r.gemms.flops},
+                          {"attention_flops", r.attentionFlops},
+                          {"minimum_bytes", r.minimum},
+                          {"seconds", roofline}}},
+      {"ratio_to_roofline", roofline > 0 ? compute / roofline : 0.0},
+      {"slowest", std::move(slow)},
+      {"flags", std::move(flags)},
       {"launches", std::move(entries)}};
   return o;
 }
 
 double mib(int64_t bytes) { return double(bytes) / (1024.0 * 1024.0); }
+
+/// Seconds in the unit that suits them: "2.91 ms", "12.3 us".
+std::string duration(double seconds) {
+  if (seconds >= 1e-3)
+    return llvm::formatv("{0:f3} ms", seconds * 1e3).str();
+  return llvm::formatv("{0:f1} us", seconds * 1e6).str();
+}
 
 struct GPUCostReportPass
     : public tp::impl::GPUCostReportPassBase<GPUCostReportPass> {
@@ -498,7 +711,13 @@ struct GPUCostReportPass
       module.emitError() << "tp-gpu-cost-report: no file= given";
       return signalPassFailure();
     }
-    Reporter reporter(module);
+    std::string error;
+    FailureOr<DeviceProfile> device = gpucost::lookupDevice(this->device, error);
+    if (failed(device)) {
+      module.emitError() << "tp-gpu-cost-report: " << error;
+      return signalPassFailure();
+    }
+    Reporter reporter(module, *device);
     std::vector<FunctionReport> reports;
     for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal())
@@ -517,10 +736,13 @@ struct GPUCostReportPass
     }
     llvm::json::Array functions;
     for (const FunctionReport &r : reports)
-      functions.push_back(reportJson(r));
+      functions.push_back(reportJson(r, *device));
     out << llvm::formatv(
-        "{0:2}\n", llvm::json::Value(llvm::json::Object{
-                       {"version", 1}, {"functions", std::move(functions)}}));
+        "{0:2}\n",
+        llvm::json::Value(llvm::json::Object{{"version", 2},
+                                             {"device", device->name},
+                                             {"functions",
+                                              std::move(functions)}}));
     out.close();
     if (out.has_error()) { // a full disk: named, not "LLVM ERROR: IO failure"
       module.emitError() << "tp-lower-gpu: cannot write the cost report to '"
@@ -553,7 +775,27 @@ struct GPUCostReportPass
          << "x; largest temporary "
          << (r.largestType.empty() ? std::string("none") : r.largestType)
          << " (" << r.largestBytes << " bytes)\n";
+      double total = r.seconds(), roofline = rooflineSeconds(r, *device);
+      os << "time @" << r.name << " on " << device->name << ": "
+         << duration(total) << " modelled (compute "
+         << duration(total - r.communication) << ", communication "
+         << duration(r.communication) << "), roofline " << duration(roofline)
+         << ", " << llvm::format("%.2f", roofline > 0 ? (total - r.communication) / roofline : 0.0)
+         << "x; slowest:";
+      for (const Entry *e : slowest(r, 3))
+        os << " " << e->name << " " << duration(e->time.seconds);
+      for (const Entry &e : r.entries)
+        if (isFlagged(e, total, *device))
+          os << "\nflag @" << r.name << ": " << e.name << " is "
+             << e.time.bound << "-bound: " << duration(e.time.seconds)
+             << " modelled, " << llvm::format("%.1f", e.time.seconds /
+                                                         std::max(e.time.memory, 1e-12))
+             << "x the time of its bytes";
+      os << "\n";
     }
+    if (reporter.unknownGroups)
+      os << "cost: " << reporter.unknownGroups
+         << " collectives without a known group size were priced as pairs\n";
   }
 };
 

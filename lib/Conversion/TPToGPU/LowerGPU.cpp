@@ -18,7 +18,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GPUCostModel.h"
 #include "tp/Conversion/Passes.h"
+#include "tp/Dialect/TP/IR/TPOps.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -123,6 +125,11 @@ LogicalResult mlir::tp::checkLowerGPUOptions(const LowerGPUOptions &options,
        << "' (set toolkit= or CUDA_HOME, or use format=isa)";
     return failure();
   }
+  if (std::string unknown;
+      failed(gpucost::lookupDevice(options.device, unknown))) {
+    os << "tp-lower-gpu: " << unknown;
+    return failure();
+  }
   if (options.optLevel > 3) {
     os << "tp-lower-gpu: O=" << options.optLevel << " is not in 0..3";
     return failure();
@@ -137,6 +144,23 @@ LogicalResult mlir::tp::checkLowerGPUOptions(const LowerGPUOptions &options,
 }
 
 namespace {
+/// Records the mesh's axis sizes on the module (kMeshSizes) before
+/// convert-tp-to-runtime removes the mesh: the cost report's collectives
+/// name their group by an axis mask.
+struct RecordMeshSizesPass
+    : public PassWrapper<RecordMeshSizesPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RecordMeshSizesPass)
+  StringRef getArgument() const override { return "tp-record-mesh-sizes"; }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto meshes = llvm::to_vector(module.getOps<MeshOp>());
+    if (meshes.size() == 1)
+      module->setAttr(gpucost::kMeshSizes,
+                      DenseI64ArrayAttr::get(module.getContext(),
+                                             meshes.front().getShape()));
+  }
+};
+
 /// Fails with the options' message: how buildLowerGPUPipeline reports bad
 /// options to callers that build the pipeline in C++.
 struct OptionsErrorPass
@@ -167,18 +191,25 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   // linalg first, so that they fuse.
   pm.addPass(createDecomposeAggregatesPass());
   // Attention first, before its two products become GEMM calls.
-  if (options.fuseAttention)
-    pm.addPass(createFuseAttentionPass());
+  if (options.fuseAttention) {
+    FuseAttentionPassOptions attention;
+    attention.device = options.device;
+    pm.addPass(createFuseAttentionPass(attention));
+  }
   pm.addPass(createGemmToRuntimePass());
   // Products of one operand (Q, K, V; gate, up): one batched call.
   pm.addPass(createGroupGemmsPass());
   pm.addPass(createFuseSoftmaxPass());
+  if (!options.costReport.empty())
+    pm.addPass(std::make_unique<RecordMeshSizesPass>());
   pm.addPass(createConvertTPToRuntimePass());
   pm.addPass(createCanonicalizerPass());
   // Upstream's elementwise fusion, which also recomputes cheap unary
   // producers (casts) in each consumer.
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
+  // Transcendentals of indices (rotary angles) once per distinct index.
+  pm.addPass(createTabulateIndexMathPass());
   // A fill shared by several reductions would be one buffer copied for each
   // of them: one fill per user, which its kernel then absorbs.
   pm.addPass(createUntieFillsPass());
@@ -198,10 +229,17 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   // Constants (loop bounds, delinearization divisors) back into the kernels
   // that canonicalization hoisted them out of: folded there, not parameters.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  // What a kernel's loops compute once goes before them (the generated
+  // kernels' fragment addresses, a row's indices).
+  pm.addPass(createLoopInvariantCodeMotionPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createMergeGPUModulesPass());
-  if (!options.costReport.empty())
-    pm.addPass(createGPUCostReportPass({options.costReport}));
+  if (!options.costReport.empty()) {
+    GPUCostReportPassOptions report;
+    report.file = options.costReport;
+    report.device = options.device;
+    pm.addPass(createGPUCostReportPass(report));
+  }
   if (options.stopAfter == "kernels")
     return;
 
@@ -219,6 +257,8 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   // Integer powers as libdevice takes them (tp-legalize-fpowi).
   device.addPass(createLegalizeFPowIPass());
+  // Tensor-core kernels (ldmatrix, cp.async) first, then the rest.
+  device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
@@ -254,7 +294,7 @@ void mlir::tp::registerLowerGPUPipeline() {
         buildLowerGPUPipeline(pm, options);
         return success();
       },
-      [](function_ref<void(const detail::PassOptions &)> handler) {
+      [](function_ref<void(const mlir::detail::PassOptions &)> handler) {
         handler(LowerGPUOptions());
       });
 }

@@ -8,11 +8,16 @@
 // symbol. A module that holds anything but gpu.func ops, or that carries
 // attributes (such as targets), stays as it is.
 //
+// Every kernel's workgroup buffers are aligned to 16 bytes (llvm.align):
+// 16-byte vector copies and ldmatrix's row addresses need it, and
+// outlining does not carry an alignment from the gpu.launch.
+//
 //===----------------------------------------------------------------------===//
 
 #include "tp/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -31,6 +36,14 @@ struct MergeGPUModulesPass
     : public tp::impl::MergeGPUModulesPassBase<MergeGPUModulesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    module.walk([&](gpu::GPUFuncOp fn) {
+      StringAttr align =
+          StringAttr::get(&getContext(), LLVM::LLVMDialect::getAlignAttrName());
+      for (unsigned i = 0; i < fn.getNumWorkgroupAttributions(); ++i)
+        if (!fn.getWorkgroupAttributionAttr(i, align))
+          fn.setWorkgroupAttributionAttr(
+              i, align, IntegerAttr::get(IntegerType::get(&getContext(), 64), 16));
+    });
     SmallVector<gpu::GPUModuleOp> mergeable;
     for (auto gpuModule : module.getOps<gpu::GPUModuleOp>()) {
       bool onlyKernels = llvm::all_of(

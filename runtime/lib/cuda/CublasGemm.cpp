@@ -29,6 +29,10 @@ Cublas::~Cublas() {
     // The last shared-A GEMM may still read them.
     cuStreamSynchronize(stream);
     cuMemFree(pointerArrays);
+    cuMemFreeHost(pinned);
+    for (CUevent &event : slotDone)
+      if (event)
+        cuEventDestroy(event);
   }
   if (handle)
     cublasDestroy(handle);
@@ -48,7 +52,70 @@ tprt_status Cublas::initialize() {
                 cublasText(status));
   const char *tf32 = std::getenv("TPRT_ALLOW_TF32");
   allowTf32 = tf32 && std::strcmp(tf32, "1") == 0;
+  // 16-bit GEMMs reduce in f32 even when cuBLAS splits K, unless asked.
+  const char *reduced = std::getenv("TPRT_ALLOW_REDUCED_PRECISION_REDUCTION");
+  bool allowReduced = reduced && std::strcmp(reduced, "1") == 0;
+  if (!allowReduced) {
+    status = cublasSetMathMode(
+        handle, static_cast<cublasMath_t>(
+                    CUBLAS_DEFAULT_MATH |
+                    CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    if (status != CUBLAS_STATUS_SUCCESS)
+      return fail(TPRT_ERROR_BACKEND, "cublasSetMathMode failed: %s",
+                  cublasText(status));
+  }
   return TPRT_OK;
+}
+
+tprt_status Cublas::stagePointers(const void *const *pointers, size_t entries,
+                                  CUdeviceptr &device) {
+  if (entries > slotEntries) {
+    // Grow every slot (rare: the first shared-A call, or more products).
+    if (pointerArrays) {
+      // Earlier GEMMs may still read the device arrays.
+      if (tprt_status status =
+              check(cuStreamSynchronize(stream), "cuStreamSynchronize"))
+        return status;
+      cuMemFree(pointerArrays);
+      cuMemFreeHost(pinned);
+      pointerArrays = 0;
+      pinned = nullptr;
+    }
+    slotEntries = entries < 24 ? 24 : entries;
+    size_t bytes = kPointerSlots * slotEntries * sizeof(void *);
+    if (tprt_status status = check(cuMemAlloc(&pointerArrays, bytes),
+                                   "cuMemAlloc"))
+      return status;
+    void *host = nullptr;
+    if (tprt_status status = check(cuMemHostAlloc(&host, bytes, 0),
+                                   "cuMemHostAlloc")) {
+      cuMemFree(pointerArrays);
+      pointerArrays = 0;
+      return status;
+    }
+    pinned = static_cast<const void **>(host);
+    for (CUevent &event : slotDone)
+      if (!event)
+        if (tprt_status status = check(
+                cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
+          return status;
+  }
+  int slot = nextSlot;
+  nextSlot = (nextSlot + 1) % kPointerSlots;
+  // The slot's previous copy has read the pinned memory once its event is
+  // done (kPointerSlots calls ago: normally long since).
+  if (tprt_status status =
+          check(cuEventSynchronize(slotDone[slot]), "cuEventSynchronize"))
+    return status;
+  const void **host = pinned + size_t(slot) * slotEntries;
+  std::memcpy(host, pointers, entries * sizeof(void *));
+  device = pointerArrays + size_t(slot) * slotEntries * sizeof(void *);
+  if (tprt_status status =
+          check(cuMemcpyHtoDAsync(device, host, entries * sizeof(void *),
+                                  stream),
+                "cuMemcpyHtoDAsync"))
+    return status;
+  return check(cuEventRecord(slotDone[slot], stream), "cuEventRecord");
 }
 
 tprt_status Cublas::prepare(tprt_dtype dtype, float alpha, float beta,
@@ -146,39 +213,20 @@ tprt_status Cublas::gemmSharedA(tprt_dtype dtype, bool transA, bool transB,
   // The pointer arrays in cuBLAS's operand order (row-major trick: its
   // first operand is our B_i, its second our A): [B_0..B_{count-1},
   // A x count, C_0..C_{count-1}].
+  const void *pointers[3 * 64];
   size_t entries = 3 * size_t(count);
-  hostPointers.resize(entries);
+  if (count > 64)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                "%d products share A; at most 64 do", count);
   for (int i = 0; i < count; ++i) {
-    hostPointers[size_t(i)] = b[i];
-    hostPointers[size_t(count + i)] = a;
-    hostPointers[size_t(2 * count + i)] = c[i];
+    pointers[size_t(i)] = b[i];
+    pointers[size_t(count + i)] = a;
+    pointers[size_t(2 * count + i)] = c[i];
   }
-  if (entries > pointerCapacity) {
-    if (pointerArrays) {
-      // The previous shared-A GEMM may still read the old arrays.
-      cuStreamSynchronize(stream);
-      cuMemFree(pointerArrays);
-    }
-    pointerArrays = 0;
-    pointerCapacity = 0;
-    size_t capacity = entries < 24 ? 24 : entries;
-    if (tprt_status status =
-            check(cuMemAlloc(&pointerArrays, capacity * sizeof(void *)),
-                  "cuMemAlloc"))
-      return status;
-    pointerCapacity = capacity;
-  }
-  // hostPointers is pageable memory: cuMemcpyHtoDAsync stages a pageable
-  // source before it returns, so the vector may be rewritten by the next
-  // call. The copy is ordered on the rank's stream after the GEMM of the
-  // previous call, which has then finished reading the device arrays, so
-  // reusing them without a synchronization is safe.
-  if (tprt_status status =
-          check(cuMemcpyHtoDAsync(pointerArrays, hostPointers.data(),
-                                  entries * sizeof(void *), stream),
-                "cuMemcpyHtoDAsync"))
+  CUdeviceptr arrays = 0;
+  if (tprt_status status = stagePointers(pointers, entries, arrays))
     return status;
-  auto *device = reinterpret_cast<void **>(pointerArrays);
+  auto *device = reinterpret_cast<void **>(arrays);
   const void *const *firstArray = device;                // our B_i
   const void *const *secondArray = device + count;       // our A
   void *const *outputArray = device + 2 * size_t(count); // our C_i

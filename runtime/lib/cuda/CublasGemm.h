@@ -12,11 +12,20 @@
 // CUBLAS_COMPUTE_32F_FAST_TF32; f64 with CUBLAS_COMPUTE_64F. The 64-bit
 // integer entry points (cublasGemmEx_64) take any size.
 //
+// Reductions: cuBLAS may split K and reduce the partial products in the
+// output's precision (bf16, f16); the handle disallows that
+// (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) unless
+// TPRT_ALLOW_REDUCED_PRECISION_REDUCTION=1 asks for it, so a 16-bit GEMM
+// sums in f32 throughout, as its compute type says.
+//
 // Shared-A products (tprt_gemm_shared_a: C_i = op(A) op(B_i), the Q/K/V or
 // gate/up projections of one activation) are one cublasGemmBatchedEx_64
 // over device arrays of pointers, so the products run in one launch and A
 // is read from HBM once for all of them (the concurrent tiles of one A
-// block hit in L2).
+// block hit in L2). The pointer arrays go to the device from pinned host
+// memory (an asynchronous copy on the rank's stream, not a staged pageable
+// one): a ring of kPointerSlots slots, each reused only after the event
+// recorded behind its copy has completed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +37,6 @@
 #include <cublas_v2.h>
 #include <cuda.h>
 
-#include <vector>
 
 namespace tprt {
 namespace cuda {
@@ -80,14 +88,24 @@ private:
   tprt_status prepare(tprt_dtype dtype, float alpha, float beta,
                       Setup &setup);
 
+  /// Copies `entries` pointers to a device array on the stream, from a
+  /// pinned slot of the ring; returns the device array.
+  tprt_status stagePointers(const void *const *pointers, size_t entries,
+                            CUdeviceptr &device);
+
   CUstream stream = nullptr;
   cublasHandle_t handle = nullptr;
   bool allowTf32 = false;
-  /// gemmSharedA's pointer arrays in device memory: [B_0.., A.., C_0..],
-  /// 3 x count entries, grown when needed, freed by the destructor.
+  /// gemmSharedA's pointer arrays: kPointerSlots slots of slotEntries
+  /// pointers each, in pinned host memory and in device memory, with an
+  /// event per slot recorded after its copy. Grown (all slots) when a
+  /// call needs more, freed by the destructor.
+  static constexpr int kPointerSlots = 16;
+  size_t slotEntries = 0;
+  const void **pinned = nullptr;
   CUdeviceptr pointerArrays = 0;
-  size_t pointerCapacity = 0; // in pointers
-  std::vector<const void *> hostPointers;
+  CUevent slotDone[kPointerSlots] = {};
+  int nextSlot = 0;
 };
 
 /// "CUBLAS_STATUS_NOT_SUPPORTED (the functionality requested is not
