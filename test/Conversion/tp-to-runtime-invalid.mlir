@@ -31,7 +31,7 @@ func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
 // A dense_resource blob one byte longer than its type: the LLVM translation
 // would read the first 24 bytes and drop the last one without a word.
 func.func @long_blob() -> tensor<2x3xf32> {
-  // expected-error @below {{'arith.constant' op reads dense_resource 'w_blob' of 25 bytes as 'tensor<2x3xf32>', which is 24 bytes (6 elements of 4)}}
+  // expected-error @below {{convert-tp-to-runtime: dense_resource<w_blob> holds 25 bytes of data, but 'tensor<2x3xf32>' takes 24 (6 elements of 4 bytes)}}
   %w = arith.constant dense_resource<w_blob> : tensor<2x3xf32>
   return %w : tensor<2x3xf32>
 }
@@ -47,7 +47,7 @@ func.func @long_blob() -> tensor<2x3xf32> {
 // -----
 
 func.func @missing_blob() -> tensor<2x3xf32> {
-  // expected-error @below {{'arith.constant' op reads dense_resource 'gone', which has no data in the file}}
+  // expected-error @below {{convert-tp-to-runtime: dense_resource<gone> of type 'tensor<2x3xf32>' has no data}}
   %w = arith.constant dense_resource<gone> : tensor<2x3xf32>
   return %w : tensor<2x3xf32>
 }

@@ -128,3 +128,21 @@ func.func @matmul(%a: memref<8x16xf32>, %b: memref<16x32xf32>, %c: memref<8x32xf
   linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x32xf32>) outs(%c : memref<8x32xf32>)
   return
 }
+
+// i1 elements are a byte each in a memref but packed bits in an LLVM
+// vector: a mask's row reduction stays a scalar loop (run-programs.test's
+// i1-masks, whose any/parity rows were wrong when vectorized).
+// CHECK-LABEL: func.func @mask_any
+// CHECK-NOT: vector.
+// CHECK: linalg.generic
+// CHECK-NOT: vector.
+// CHECK: return
+func.func @mask_any(%m: memref<4x64xi1>, %y: memref<4xi1>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%m : memref<4x64xi1>) outs(%y : memref<4xi1>) {
+  ^bb0(%a: i1, %acc: i1):
+    %r = arith.maxui %a, %acc : i1
+    linalg.yield %r : i1
+  }
+  return
+}

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tp/Dialect/TP/IR/InputChecks.h"
 #include "tp/Conversion/Passes.h"
 #include "tp/Conversion/RuntimeSymbols.h"
 
@@ -294,57 +295,12 @@ void Lowering::lowerMatmul(linalg::MatmulOp matmul) {
   matmul.erase();
 }
 
-/// The bytes one element of `type` takes in a dense_resource blob, or
-/// nullopt for types whose blob layout the lowering does not read as packed
-/// elements (i1, index, ...: the LLVM translation rejects those itself).
-static std::optional<int64_t> blobElementBytes(Type type) {
-  if (auto complex = dyn_cast<ComplexType>(type)) {
-    std::optional<int64_t> part = blobElementBytes(complex.getElementType());
-    return part ? std::optional<int64_t>(2 * *part) : std::nullopt;
-  }
-  if (!type.isIntOrFloat() || type.getIntOrFloatBitWidth() % 8 != 0)
-    return std::nullopt;
-  return type.getIntOrFloatBitWidth() / 8;
-}
-
-/// Every dense_resource constant holds exactly the bytes its type needs.
-/// The LLVM translation divides a blob's size by the element count and
-/// accepts a remainder, so a blob one byte too long used to be read off by
-/// that byte, identically on every run (issue 27: --check said ok).
-static LogicalResult checkResourceBlobs(ModuleOp module) {
-  WalkResult result = module.walk([](Operation *op) {
-    for (NamedAttribute named : op->getAttrs()) {
-      auto attr = dyn_cast<DenseResourceElementsAttr>(named.getValue());
-      if (!attr)
-        continue;
-      ShapedType type = attr.getType();
-      StringRef key = attr.getRawHandle().getKey();
-      AsmResourceBlob *blob = attr.getRawHandle().getBlob();
-      if (!blob) {
-        op->emitOpError() << "reads dense_resource '" << key
-                          << "', which has no data in the file";
-        return WalkResult::interrupt();
-      }
-      std::optional<int64_t> bytes = blobElementBytes(type.getElementType());
-      if (!bytes || !type.hasStaticShape())
-        continue;
-      int64_t expected = type.getNumElements() * *bytes;
-      int64_t size = blob->getData().size();
-      if (size != expected) {
-        op->emitOpError() << "reads dense_resource '" << key << "' of "
-                          << size << " bytes as " << type << ", which is "
-                          << expected << " bytes (" << type.getNumElements()
-                          << " elements of " << *bytes << ")";
-        return WalkResult::interrupt();
-      }
-    }
-    return WalkResult::advance();
-  });
-  return failure(result.wasInterrupted());
-}
-
 LogicalResult Lowering::run() {
-  if (failed(checkResourceBlobs(module)))
+  // Blob sizes: the LLVM translation divides a blob's size by the element
+  // count and accepts a remainder (a blob one byte long was read off by
+  // that byte). tp-propagate checks global programs; this is for programs
+  // lowered without it.
+  if (failed(checkResourceBlobs(module, "convert-tp-to-runtime")))
     return failure();
   SmallVector<linalg::MatmulOp> matmuls;
   module.walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });

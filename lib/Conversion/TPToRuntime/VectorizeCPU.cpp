@@ -115,6 +115,14 @@ bool isCandidate(linalg::LinalgOp op) {
   op->walk([&](memref::LoadOp) { loads = true; });
   if (loads)
     return false;
+  // Elements narrower than a byte (i1 masks) are one byte each in a memref
+  // but packed bits in an LLVM vector: a vector load of memref<8xi1> would
+  // read one byte as eight elements. Such ops stay scalar loops.
+  for (OpOperand &operand : op->getOpOperands()) {
+    Type element = getElementTypeOrSelf(operand.get().getType());
+    if (element.isIntOrFloat() && element.getIntOrFloatBitWidth() % 8)
+      return false;
+  }
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (llvm::any_of(ranges, ShapedType::isDynamic))
     return false;
