@@ -512,21 +512,26 @@ def gemm_shapes(path):
 # ---------------------------------------------------------------------------
 
 def descendants(pid):
-    """Every process below `pid` (from /proc)."""
-    children = {}
+    """Every process below `pid` (from /proc), and every process of the
+    session `pid` leads (a stage runs in a session of its own: ranks that a
+    dying mpirun left behind, reparented, are still in it)."""
+    children, found = {}, set()
     for stat in glob.glob("/proc/[0-9]*/stat"):
         try:
             text = open(stat).read()
             fields = text[text.rindex(")") + 2:].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.split("/")[2]))
+            child = int(stat.split("/")[2])
+            children.setdefault(int(fields[1]), []).append(child)
+            if int(fields[3]) == pid and child != pid:
+                found.add(child)
         except (OSError, ValueError, IndexError):
             pass
-    found, todo = [], [pid]
+    todo = [pid]
     while todo:
         for c in children.get(todo.pop(), []):
-            found.append(c)
+            found.add(c)
             todo.append(c)
-    return found
+    return sorted(found)
 
 
 def alive(pid):
@@ -556,7 +561,16 @@ def kill_tree(proc):
         deadline = time.time() + 5
         while time.time() < deadline:
             proc.poll()
+            # Processes forked while the signal went out count too.
+            pids |= set(descendants(proc.pid))
+            for pid in pids:
+                if alive(pid):
+                    try:
+                        os.kill(pid, sig)
+                    except OSError:
+                        pass
             if not any(alive(p) for p in pids):
+                proc.wait()
                 return
             time.sleep(0.1)
     proc.wait()
