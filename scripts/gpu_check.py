@@ -580,7 +580,20 @@ class Stopped(Exception):
     """gpu-check itself got SIGINT or SIGTERM."""
 
 
+# While a stage's process starts, a stop is kept for after (`proc` must be
+# known to kill its tree): the signal's name, or "" while starting.
+STARTING = None
+
+
 def stop(signum, frame):
+    global STARTING
+    # One stop: `timeout` signals the process and then its group, so a
+    # second SIGTERM may follow at once; it must not interrupt kill_tree.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if STARTING is not None:
+        STARTING = signal.Signals(signum).name
+        return
     raise Stopped(signal.Signals(signum).name)
 
 
@@ -808,6 +821,10 @@ class Run:
             for argv in stage.cmds:
                 log.write("+ %s\n" % " ".join(argv))
                 log.flush()
+                # A stop while the stage starts waits until `proc` is known
+                # (else its process tree would be left running).
+                global STARTING
+                STARTING = ""
                 try:
                     proc = subprocess.Popen(argv, stdout=log,
                                             stderr=subprocess.STDOUT, env=env,
@@ -816,7 +833,11 @@ class Run:
                     log.write("gpu-check: cannot start %s: %s\n" % (argv[0], e))
                     rc = 127
                     break
+                finally:
+                    pending, STARTING = STARTING, None
                 try:
+                    if pending:
+                        raise Stopped(pending)
                     rc = proc.wait(max(clipped - (time.time() - began), 0.1))
                 except subprocess.TimeoutExpired:
                     kill_tree(proc)
