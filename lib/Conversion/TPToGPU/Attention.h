@@ -89,6 +89,10 @@ bool isCandidate(linalg::LinalgOp op);
 int64_t valueDim(const Match &m);
 /// O's rows: every index of O but the value column.
 int64_t rowCount(const Match &m);
+/// O's rows split as the kernels launch them: the product of the dimensions
+/// K depends on (batch, kv head: the grid's heads) and of the others but
+/// the value column (the queries). Their product is rowCount.
+std::pair<int64_t, int64_t> headsAndQueries(const Match &m);
 /// The attention flops over the keys the range keeps: 2 (d + e) per kept
 /// (row, key) pair (the Q.K and the P.V products), counted exactly.
 double attentionFlops(const Match &m);

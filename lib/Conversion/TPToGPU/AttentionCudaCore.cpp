@@ -329,14 +329,7 @@ void mlir::tp::attention::emitWarpPerRow(Emitter &em, KernelFrame &k,
   // f32 tiles stay within 48 KiB of workgroup memory.
   int64_t tile = std::max(dk, dv) > 128 ? 16 : 32;
   int64_t te = (dv + 31) / 32;
-  auto shape = cast<MemRefType>(em.output().getType()).getShape();
-  SmallVector<unsigned> outer, inner;
-  em.splitRows(outer, inner);
-  int64_t heads = 1, queries = 1;
-  for (unsigned i : outer)
-    heads *= shape[i];
-  for (unsigned i : inner)
-    queries *= shape[i];
+  auto [heads, queries] = headsAndQueries(m);
   int64_t queryBlocks = (queries + kRowsPerBlock - 1) / kRowsPerBlock;
   Value one = indexConstant(b, loc, 1);
   k.grid = {queryBlocks, heads, 1};

@@ -1028,6 +1028,21 @@ int64_t mlir::tp::attention::rowCount(const Match &m) {
   return n;
 }
 
+std::pair<int64_t, int64_t>
+mlir::tp::attention::headsAndQueries(const Match &m) {
+  auto shape = cast<RankedTensorType>(m.pv->getResult(0).getType()).getShape();
+  int64_t heads = 1, queries = 1;
+  for (unsigned i = 0; i < m.numO; ++i) {
+    if (i == m.eDim)
+      continue;
+    if (llvm::any_of(m.k.idx, [&](AffineExpr e) { return e.isFunctionOfDim(i); }))
+      heads *= shape[i];
+    else
+      queries *= shape[i];
+  }
+  return {heads, queries};
+}
+
 double mlir::tp::attention::attentionFlops(const Match &m) {
   double pairs = 0;
   forEachRange(m, m.range, [&](int64_t lo, int64_t hi, int64_t rows) {

@@ -230,14 +230,7 @@ void FlashKernel::stage(const Access &a, Value tile, int64_t width,
 
 void FlashKernel::build() {
   Type f = b.getF32Type();
-  auto shape = cast<MemRefType>(em.output().getType()).getShape();
-  SmallVector<unsigned> outer, inner;
-  em.splitRows(outer, inner);
-  int64_t heads = 1, queries = 1;
-  for (unsigned i : outer)
-    heads *= shape[i];
-  for (unsigned i : inner)
-    queries *= shape[i];
+  auto [heads, queries] = headsAndQueries(m);
   int64_t queryBlocks = (queries + kBlockRows - 1) / kBlockRows;
   Value one = index(1);
   k.grid = {queryBlocks, heads, 1};

@@ -84,16 +84,7 @@ SetVector<Value> sourcesOf(const Match &m) {
 double unfusedSeconds(const Match &m, const DeviceProfile &device) {
   auto qType = cast<RankedTensorType>(m.q.source.getType());
   bool sixteenBit = qType.getElementType().getIntOrFloatBitWidth() <= 16;
-  auto shape = cast<RankedTensorType>(m.pv->getResult(0).getType()).getShape();
-  int64_t heads = 1, queries = 1;
-  for (unsigned i = 0; i < m.numO; ++i) {
-    if (i == m.eDim)
-      continue;
-    if (llvm::any_of(m.k.idx, [&](AffineExpr e) { return e.isFunctionOfDim(i); }))
-      heads *= shape[i];
-    else
-      queries *= shape[i];
-  }
+  auto [heads, queries] = headsAndQueries(m);
   int64_t dv = valueDim(m);
   double scores = double(rowCount(m)) * double(m.keys);
   auto bytesOf = [](Type t) { return double(t.getIntOrFloatBitWidth()) / 8; };
