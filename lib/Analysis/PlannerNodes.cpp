@@ -18,6 +18,22 @@ using namespace mlir::tp::detail;
 // Phase 1: nodes
 //===----------------------------------------------------------------------===//
 
+/// Whether the lowerings fuse the producer of `use` into its consumer
+/// (tp-fuse-elementwise, on both the CPU and the GPU path: upstream's
+/// elementwise fusion of a producer with one use), so that the value is
+/// never written to memory nor read back: the op's compute is priced on
+/// the bytes of the fused kernel, not of each op alone. Otherwise a
+/// spelling with more elementwise ops (IREE's broadcasts as their own
+/// generics, a LayerNorm in six ops) would make replicated elementwise work
+/// look dearer than the same computation spelled in fewer ops. Whether the
+/// plan leaves producer and consumer in the same layout is not asked: a
+/// reshard between them costs a collective, which dominates the bytes.
+static bool isFusedIntoConsumer(OpOperand &use) {
+  Operation *producer = use.get().getDefiningOp();
+  return producer && producer->hasOneUse() &&
+         linalg::areElementwiseOpsFusable(&use);
+}
+
 void PlanBuilder::addArgumentNode(BlockArgument arg) {
   auto type = dyn_cast<RankedTensorType>(arg.getType());
   if (!type)
@@ -597,15 +613,23 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
           }
         }
         s.inputs.push_back(layout);
-        // An init is written, not read: fills fuse into their consumer
-        // (beta = 0), and the result's bytes below count the write.
-        bool isInit = in.slot < rule.initOf.size() && rule.initOf[in.slot] >= 0;
-        if (!isInit)
+        // An init is written, not read: one the body does not read gives
+        // only the shape, and fills fuse into their consumer (beta = 0);
+        // the result's bytes below count the write.
+        auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+        bool isInit = dps && in.slot < op->getNumOperands() &&
+                      dps.isDpsInit(&op->getOpOperand(in.slot));
+        // An elementwise producer fused into this op (tp-fuse-elementwise)
+        // is never written to memory, nor read back here.
+        bool fused = in.slot < op->getNumOperands() &&
+                     isFusedIntoConsumer(op->getOpOperand(in.slot));
+        if (!isInit && !fused)
           bytes += localBytes(in.value.getType(), layout);
       }
       for (auto [r, result] : llvm::enumerate(op->getResults())) {
         double b = localBytes(result.getType(), s.results[r]);
-        bytes += b;
+        if (!result.hasOneUse() || !isFusedIntoConsumer(*result.use_begin()))
+          bytes += b;
         if (!rule.viewLike)
           s.activationBytes += b;
       }

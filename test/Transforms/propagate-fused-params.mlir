@@ -10,7 +10,7 @@
 // dimension: the slices move up to the weight and the bias, which become
 // one argument per piece (tp.source says which block of the stored tensor),
 // and each piece is split by columns like a separate projection. Without
-// the split (FUSED) the fused product is gathered.
+// the split (FUSED) the fused product is gathered, whole (12288 bytes).
 
 // CHECK-LABEL: func.func @gpt2_attention
 // CHECK-SAME: tensor<16x64xf32>
@@ -27,7 +27,7 @@
 // SHARD-NOT: tp.all_gather
 // SHARD: return
 
-// FUSED: all_gather over tp dim=2: 1x16x48 f32 {{.*}}-> tensor.extract_slice
+// FUSED: all_gather over tp dim=1: 16x48 f32 message=12288 -> tensor.expand_shape
 // FUSED-NEXT: totals: collectives=1
 tp.mesh @tp ["tp" = 4]
 func.func @gpt2_attention(%x: tensor<16x64xf32>,

@@ -8,20 +8,16 @@ for the fixtures whose "tool" is this script; README.md lists them).
   export_families.py onnx MODEL_CLASS --config-json JSON --seq N
       -o OUT.mlir --reference R.safetensors
 
-`torch`: torch.export of a `functional_call` wrapper (weights as `tp.param`
-arguments named after the PyTorch parameters, as utils/tp-import does),
-then torch-mlir's FX importer to linalg-on-tensors. Decompositions applied
-before torch-mlir, each because torch-mlir 20261001 has no upstream-MLIR
-lowering that is right:
-  * cumsum (transformers 5's packed-sequence check): `tm_tensor.scan`;
-  * topk (mixture-of-experts routers): `tm_tensor.sort`; here k rounds of
-    max and mask (ties go to the lowest index, as torch.topk on distinct
-    values);
-  * gelu(approximate="tanh"): torch-mlir writes sqrt(2/pi) as 0.7977240
-    (1e-5 to 5e-5 off PyTorch); here the formula with the exact constant.
+`torch`: tp-import's exporter (the package tp_opt.importer, python/):
+torch.export of a `functional_call` wrapper (weights as `tp.param`
+arguments named as save_pretrained stores them), its decompositions
+(tp_opt.importer.decompositions: tanh-GELU, topk, cumsum, ...; the one
+copy, docs/tp-import.md), then torch-mlir's FX importer to
+linalg-on-tensors. Published shapes (no --reference) skip the eager run,
+whose gathered expert weights alone would take 120 GB for Mixtral-8x7B.
 Mixture-of-experts models use transformers' `experts_implementation=
-"batched_mm"` (--experts): the default counts tokens with `histc`, which
-torch-mlir cannot lower, and its loop over `nonzero()` does not export.
+"batched_mm"` (--experts): the default counts tokens with `histc` and loops
+over `nonzero()`, which does not export.
 
 `onnx`: torch.onnx.export (the dynamo exporter, static shapes), then
 torch-mlir's ONNX importer and its onnx-to-torch and torch-to-linalg
@@ -41,54 +37,12 @@ torch, torch-mlir, transformers, safetensors (and onnx, onnxscript for
 
 import argparse
 import json
-import math
 import os
 import re
 import shlex
 import sys
 
 SEED = 0
-
-
-def decompositions(torch):
-    def cumsum(x, dim, dtype=None):
-        if dtype is not None:
-            x = x.to(dtype)
-        elif not x.is_floating_point():
-            x = x.to(torch.int64)
-        if x.dim() == 0:
-            return x.clone()
-        dim = dim % x.dim()
-        n = x.shape[dim]
-        xt = x.movedim(dim, -1)
-        idx = torch.arange(n, device=x.device)
-        mask = (idx.unsqueeze(1) >= idx.unsqueeze(0)).to(xt.dtype)
-        return (xt.unsqueeze(-2) * mask).sum(-1).movedim(-1, dim)
-
-    def topk(x, k, dim=-1, largest=True, sorted=True):
-        dim = dim % x.dim()
-        n = x.shape[dim]
-        cur = x if largest else -x
-        shape = [n if i == dim else 1 for i in range(x.dim())]
-        positions = torch.arange(n, device=x.device).view(shape)
-        values, indices = [], []
-        for _ in range(k):
-            v, i = cur.max(dim=dim, keepdim=True)
-            values.append(v if largest else -v)
-            indices.append(i)
-            cur = torch.where(positions == i,
-                              torch.full_like(cur, float("-inf")), cur)
-        return torch.cat(values, dim), torch.cat(indices, dim)
-
-    def gelu(x, approximate="none"):
-        if approximate != "tanh":
-            return 0.5 * x * (1.0 + torch.erf(x * (1.0 / math.sqrt(2.0))))
-        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
-        return 0.5 * x * (1.0 + torch.tanh(inner))
-
-    aten = torch.ops.aten
-    return {aten.cumsum.default: cumsum, aten.topk.default: topk,
-            aten.gelu.default: gelu}
 
 
 def build(args, torch, transformers):
@@ -121,68 +75,38 @@ def header(args):
                md.version("torch-mlir"), transformers.__version__))
 
 
+def importer():
+    """The package tp_opt.importer (python/), without installing it."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "..", "python"))
+    from tp_opt.importer import exporter, inputs, models   # noqa: E402
+    return exporter, inputs, models
+
+
 def export_torch(args):
     import torch
     import transformers
     from safetensors.torch import save_file
-    from torch_mlir import fx, ir
-    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+    exporter, inputs, models = importer()
 
     torch.set_grad_enabled(False)
     model, ids = build(args, torch, transformers)
-    named = list(model.named_parameters())
-    names = [n for n, _ in named]
-    params = [p.detach() for _, p in named]
-
-    class Wrapper(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, input_ids, *ps):
-            out = torch.func.functional_call(
-                self.m, dict(zip(names, ps)), (input_ids,),
-                {"use_cache": False, "return_dict": True})
-            return out.logits
-
-    wrapper = Wrapper(model).eval()
-    # (Published shapes: no reference, and no forward pass, whose gathered
-    # expert weights alone would take 120 GB for Mixtral-8x7B.)
-    logits = wrapper(ids, *params) if args.reference else None
-    prog = torch.export.export(wrapper, (ids, *params), strict=False)
-    table = get_decomposition_table()
-    table.update(decompositions(torch))
-    prog = prog.run_decompositions(table)
-    # Non-persistent buffers (rotary inv_freq) into the state dict, after
-    # the decompositions (whose verifier rejects them there).
-    buffers = dict(wrapper.named_buffers(remove_duplicate=False))
-    for spec in prog.graph_signature.input_specs:
-        if spec.kind.name == "BUFFER" and spec.target not in prog.state_dict:
-            prog.state_dict[spec.target] = prog.constants.get(
-                spec.target, buffers.get(spec.target))
-    mod = fx.export_and_import(prog, output_type="linalg-on-tensors",
-                               func_name="main", decomposition_table={})
-    with mod.context:
-        main = next(op for op in mod.body.operations
-                    if op.operation.name == "func.func" and
-                    ir.StringAttr(op.attributes["sym_name"]).value == "main")
-        attrs = [ir.DictAttr.get({"tp.name": ir.StringAttr.get("input_ids")})]
-        for n in names:
-            attrs.append(ir.DictAttr.get({"tp.name": ir.StringAttr.get(n),
-                                          "tp.param": ir.UnitAttr.get()}))
-        main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
-        main.attributes["res_attrs"] = ir.ArrayAttr.get(
-            [ir.DictAttr.get({"tp.name": ir.StringAttr.get("logits")})])
-        text = str(mod)
-    check_upstream(text)
+    try:
+        result = exporter.export(
+            torch, models.Model(model, True),
+            inputs.Inputs(["input_ids"], [ids], True), outputs=["logits"],
+            eager=bool(args.reference))
+    except models.TPImportError as e:
+        sys.exit("export_families.py: %s" % e)
     with open(args.output, "w") as f:
-        f.write(header(args) + text)
+        f.write(header(args) + result.text)
     if args.weights:
-        save_file({n: p.float().contiguous().clone() for n, p in named},
+        save_file({n: t.float().contiguous().clone() for n, t in
+                   zip(result.stored.names, result.stored.tensors)},
                   args.weights)
     if args.reference:
-        save_file({"input_ids": ids.contiguous(),
-                   "logits": logits.float().contiguous()}, args.reference)
+        save_file({n: result.reference[n] for n in ("input_ids", "logits")},
+                  args.reference)
 
 
 def export_onnx(args):
@@ -253,15 +177,8 @@ def export_onnx(args):
                "logits": logits.float().contiguous()}, args.reference)
 
 
-UPSTREAM = {"func", "linalg", "tensor", "arith", "math", "cf", "builtin",
-            "affine", "scf", "bufferization", "complex", "ml_program"}
-
-
 def check_upstream(text):
-    body = text.split("\n{-#", 1)[0]
-    bad = sorted({m.group(1) + "." + m.group(2) for m in re.finditer(
-        r"^\s*(?:%[\w:#, %]*=\s*)?\"?([a-z_]\w*)\.([\w.]+)", body, re.M)
-        if m.group(1) not in UPSTREAM})
+    bad = importer()[0].foreign_ops(text)
     if bad:
         sys.exit("export_families.py: ops outside the upstream dialects: %s"
                  % ", ".join(bad))

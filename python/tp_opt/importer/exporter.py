@@ -150,7 +150,20 @@ def torch_mlir_error(e, diagnostics=""):
         if str(e).strip() else "", GENERIC_HINT)
 
 
-def torch_export_error(e):
+def _fixed_experts(module):
+    """A transformers model whose experts code cannot be switched
+    (set_experts_implementation refuses its class: DBRX's experts loop over
+    the experts `nonzero()` finds, in transformers 5)."""
+    can = getattr(type(module), "_can_set_experts_implementation", None)
+    if can is None:
+        return False
+    try:
+        return not can()
+    except Exception:
+        return False
+
+
+def torch_export_error(e, module=None):
     """One line for a torch.export failure: where in the model, the first
     line of the error, what it means and what to try."""
     text = str(e).strip()
@@ -166,15 +179,25 @@ def torch_export_error(e):
                  r"Could not extract", text):
         advice = "a branch or a shape depends on tensor values"
     if re.search(r"moe|expert", frames, re.I):
-        advice += "; try --experts-implementation batched_mm"
+        if module is not None and _fixed_experts(module):
+            import transformers
+            advice += ("; %s's experts have no other implementation in "
+                       "transformers %s (--experts-implementation does not "
+                       "apply to it), so tp-import cannot export it" % (
+                           type(module).__name__, transformers.__version__))
+        else:
+            advice += "; try --experts-implementation batched_mm"
     return "torch.export cannot trace the model%s: %s: %s" % (
         " at " + where if where else "", first, advice)
 
 
 def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
-           allow_non_upstream=False):
+           allow_non_upstream=False, eager=True):
     """model: models.Model; inputs: inputs.Inputs; outputs: names or None.
-    Returns a Result. Raises ExportError."""
+    eager=False skips the eager run (a model too large to run here, at
+    published shapes): `outputs` must name the outputs, and the Result's
+    reference holds the inputs only. Returns a Result. Raises
+    ExportError."""
     from torch_mlir import fx, ir
 
     module, is_hf = model.module, model.is_hf
@@ -183,9 +206,15 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
     stored = names_mod.stored_parameters(torch, module, is_hf)
 
     # The eager run: output names and PyTorch's reference.
-    probe_out = call_model(torch, module, is_hf, inputs, inputs.tensors,
-                           stored, stored.tensors)
-    result_names = inputs_mod.output_names(probe_out, outputs)
+    if eager:
+        probe_out = call_model(torch, module, is_hf, inputs, inputs.tensors,
+                               stored, stored.tensors)
+        result_names = inputs_mod.output_names(probe_out, outputs)
+    elif not outputs:
+        raise TPImportError("an export without its eager run needs the "
+                            "outputs' names")
+    else:
+        result_names = list(outputs)
     if with_loss:
         if "input_ids" not in inputs.names or result_names[0] != "logits":
             raise TPImportError("--with-loss needs an input_ids input and "
@@ -193,8 +222,8 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
     wrapper = make_wrapper(torch, module, is_hf, inputs, stored, result_names,
                            with_loss).eval()
     args = tuple(inputs.tensors) + tuple(stored.tensors)
-    outs = inputs_mod.select(probe_out, result_names)
-    if with_loss:
+    outs = inputs_mod.select(probe_out, result_names) if eager else []
+    if with_loss and eager:
         outs.append(next_token_loss(
             torch, outs[0], inputs.tensors[inputs.names.index("input_ids")]))
     all_results = result_names + (["loss"] if with_loss else [])
@@ -207,7 +236,7 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
     try:
         prog = torch.export.export(wrapper, args, strict=False)
     except Exception as e:
-        raise ExportError(torch_export_error(e))
+        raise ExportError(torch_export_error(e, module))
     if decompositions.has_complex(prog.graph) and "complex" not in skip:
         gm = prog.module()
         try:
@@ -217,7 +246,7 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
         try:
             prog = torch.export.export(gm, args, strict=False)
         except Exception as e:
-            raise ExportError(torch_export_error(e))
+            raise ExportError(torch_export_error(e, module))
     try:
         prog = prog.run_decompositions(decompositions.table(torch, skip))
     except Exception as e:
