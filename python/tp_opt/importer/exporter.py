@@ -207,8 +207,17 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
 
     # The eager run: output names and PyTorch's reference.
     if eager:
-        probe_out = call_model(torch, module, is_hf, inputs, inputs.tensors,
-                               stored, stored.tensors)
+        try:
+            probe_out = call_model(torch, module, is_hf, inputs,
+                                   inputs.tensors, stored, stored.tensors)
+        except Exception as e:   # the model's own code, before any export
+            where = _user_frame(e.__traceback__)
+            raise TPImportError("the model fails in PyTorch on these inputs%s: "
+                                "%s: %s" % (
+                                    " at " + where if where else "",
+                                    type(e).__name__,
+                                    str(e).strip().splitlines()[0][:200]
+                                    if str(e).strip() else ""))
         result_names = inputs_mod.output_names(probe_out, outputs)
     elif not outputs:
         raise TPImportError("an export without its eager run needs the "

@@ -180,11 +180,15 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
     if model_cls is None:
         model_cls = pick_model_class(transformers, config, model_class)
     torch.manual_seed(seed)
-    if hasattr(model_cls, "from_config"):
-        model = model_cls.from_config(
-            config, dtype=tdtype, attn_implementation=attn_implementation)
-    else:
-        model = model_cls._from_config(
-            config, dtype=tdtype, attn_implementation=attn_implementation)
+    make = getattr(model_cls, "from_config", None) or model_cls._from_config
+    try:
+        model = make(config, dtype=tdtype,
+                     attn_implementation=attn_implementation)
+    except Exception as e:   # the model's own code on an incomplete config
+        raise TPImportError("cannot build %s from its config: %s: %s (a "
+                            "setting --config-json leaves out?)" % (
+                                model_cls.__name__, type(e).__name__,
+                                str(e).strip().splitlines()[0][:200]
+                                if str(e).strip() else ""))
     _set_experts(model, experts_implementation)
     return Model(model.to(tdtype).eval(), True)
