@@ -9,8 +9,12 @@
 # arguments once plus every library-facing activation once), the ratio, the
 # arguments alone and that ratio, the largest temporary, and the modelled
 # seconds on h200-nvlink (compute, communication, issue 26's roofline, the
-# ratio, the three slowest entries; docs/cost-model.md). Asserts
-# nothing: the figures are static counts of the lowered code.
+# ratio, the three slowest entries; docs/cost-model.md). Then, where
+# ptxas is found, the layer's kernels compiled for sm_90 (tp-run
+# --compile-only) and `ptxas -v` over them (utils/ptxas-check.py): registers,
+# threads, static shared memory, spills and what each uses (mma.sync,
+# ldmatrix, 16-byte loads and stores). Asserts nothing: the figures are
+# static counts of the lowered code.
 #
 #   bench/gpu-cost.sh [BUILD_DIR]
 set -euo pipefail
@@ -80,3 +84,22 @@ print("|---|" + "---|" * len(columns))
 for label, get in rows:
     print("| %s | %s |" % (label, " | ".join(get(f) for _, f in columns)))
 EOF
+
+# ptxas -v over the layer's kernels at tp = 1 and 8 (sm_90).
+ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$ptxas" ]; then
+  for tp in 1 8; do
+    "$bin/tp-run" --preset llama2-7b --gen=--layers=1 --gen=--blocks-only \
+      --gen=--seq=4096 --gen=--batch=1 --gen=--dtype=bf16 --backend cuda \
+      --tp $tp --chip sm_90 --compile-only --work-dir "$work/so" > /dev/null
+  done
+  echo
+  echo "| ptxas -v, sm_90 | kernel | registers x threads | static shared | spills | uses |"
+  echo "|---|---|---|---|---|---|"
+  (cd "$work/so" && python3 "$root/utils/ptxas-check.py" --ptxas "$ptxas" tp1 tp8) |
+    sed -n 's|^\(tp[0-9]*\)/model.so kernel *\([A-Za-z0-9_]*\) *\([0-9]*\) registers x *\([0-9]*\) threads, *\([0-9]*\) B smem, \([0-9]*\) B spills\(.*\)$|\| layer \1 \| \2 \| \3 x \4 \| \5 B \| \6 B \|\7 \||p' |
+    sed 's/| \[\(.*\)\] |$/| \1 |/'
+else
+  echo
+  echo "(no ptxas: the registers table needs the CUDA toolkit's ptxas)"
+fi

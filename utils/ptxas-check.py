@@ -15,6 +15,11 @@ would otherwise reveal only at run time:
     the SM's 65536-register file (a launch above it fails with "too many
     resources requested").
 
+Each kernel's line also names what its PTX uses that decides its speed:
+`mma` (tensor-core mma.sync), `ldmatrix`, `ld16`/`st16` (16-byte vector
+global loads and stores), so a test or a bench can tell the tensor-core
+attention and the vectorized elementwise kernels from their fallbacks.
+
 Prints one line per kernel and exits 1 naming every kernel that fails a
 check (2 for bad arguments or a model without PTX). FOLDER arguments are
 searched for model.so files. Non-kernel functions (libdevice's, called by
@@ -84,6 +89,25 @@ def ptx_of(blob):
     return texts
 
 
+# 16-byte global accesses: four 32-bit or two 64-bit lanes.
+WIDE = r"\.global(?:\.\w+)*\.(?:v4\.[bfsu]32|v2\.[bfsu]64)"
+FEATURES = [("mma", r"\bmma\.sync\."), ("ldmatrix", r"\bldmatrix\."),
+            ("ld16", r"\bld" + WIDE), ("st16", r"\bst" + WIDE)]
+
+
+def features(text):
+    """What each .entry's body uses, from the PTX: {kernel: [feature]}."""
+    starts = [(m.start(), m.group(1)) for m in
+              re.finditer(r"\.entry\s+(\w+)", text)]
+    ends = [m.start() for m in re.finditer(r"^\S.*\.(?:entry|func)\s", text, re.M)]
+    used = {}
+    for at, name in starts:
+        end = min([e for e in ends if e > at] + [len(text)])
+        body = text[at:end]
+        used[name] = [f for f, pattern in FEATURES if re.search(pattern, body)]
+    return used
+
+
 def check(path, ptxas):
     with open(path, "rb") as f:
         blob = f.read()
@@ -95,6 +119,7 @@ def check(path, ptxas):
         target = re.search(r"^\.target\s+(sm_\w+)", text, re.M)
         arch = target.group(1) if target else "sm_90"
         threads = {}
+        uses = features(text)
         for m in re.finditer(r"\.entry\s+(\w+)\s*\((?:[^)]*)\)\s*((?:\.\w+[^{]*?)*)\{",
                              text, re.S):
             n = re.search(r"\.(?:maxntid|reqntid)\s+([\d,\s]+)", m.group(2))
@@ -142,7 +167,8 @@ def check(path, ptxas):
                 info[current]["smem"] = int(s.group(1)) if s else 0
         for fn, v in info.items():
             t = threads.get(fn, 0)
-            row = (path, fn, v["kind"], v["regs"], t, v["smem"], v["spills"])
+            row = (path, fn, v["kind"], v["regs"], t, v["smem"], v["spills"],
+                   uses.get(fn, []))
             rows.append(row)
             why = []
             if v["spills"]:
@@ -183,10 +209,11 @@ def main():
     kernels = 0
     for path in sorted(paths):
         rows, problems = check(path, ptxas)
-        for (p, fn, kind, regs, t, smem, spills) in rows:
+        for (p, fn, kind, regs, t, smem, spills, uses) in rows:
             kernels += kind == "kernel"
-            print("%s %-8s %-40s %3d registers x %4s threads, %6d B smem, %d B spills"
-                  % (os.path.relpath(p), kind, fn, regs, t or "-", smem, spills))
+            print("%s %-8s %-40s %3d registers x %4s threads, %6d B smem, %d B spills%s"
+                  % (os.path.relpath(p), kind, fn, regs, t or "-", smem, spills,
+                     " [%s]" % " ".join(uses) if uses else ""))
         all_problems += problems
     print("ptxas-check: %d kernels in %d models, %d problems"
           % (kernels, len(paths), len(all_problems)))

@@ -56,6 +56,160 @@ func.func @rope(%x1: tensor<1x8x4x16xf32>, %x2: tensor<1x8x4x16xf32>) -> tensor<
 
 // -----
 
+// The rotations of Q and of K: two ops with the same angles. The second
+// table equals the first (the same ops on the same indices) and is that
+// one: powf, cos and sin once per (s, j) for both (they were computed twice,
+// once per rotation: the comparison knew no value of the tables' bodies).
+// CHECK-LABEL: func.func @rope_q_and_k
+// CHECK: %[[T:.*]]:2 = linalg.generic
+// CHECK: math.powf
+// CHECK: linalg.yield
+// CHECK-NOT: math.
+// CHECK: ins(%arg0, %arg1, %[[T]]#0, %[[T]]#1 :
+// CHECK-NOT: math.
+// CHECK: ins(%arg2, %arg3, %[[T]]#0, %[[T]]#1 :
+// CHECK-NOT: math.
+// CHECK: return
+#half = affine_map<(b, s, h, c, j) -> (b, s, h, j)>
+#out = affine_map<(b, s, h, c, j) -> (b, s, h, c, j)>
+func.func @rope_q_and_k(%x1: tensor<1x8x4x16xf32>, %x2: tensor<1x8x4x16xf32>, %y1: tensor<1x8x4x16xf32>, %y2: tensor<1x8x4x16xf32>) -> (tensor<1x8x4x2x16xf32>, tensor<1x8x4x2x16xf32>) {
+  %e = tensor.empty() : tensor<1x8x4x2x16xf32>
+  %r = linalg.generic {indexing_maps = [#half, #half, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%x1, %x2 : tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>) outs(%e : tensor<1x8x4x2x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = linalg.index 1 : index
+    %j = linalg.index 4 : index
+    %si = arith.index_cast %s : index to i64
+    %sf = arith.sitofp %si : i64 to f32
+    %ji = arith.index_cast %j : index to i64
+    %jf = arith.sitofp %ji : i64 to f32
+    %c = arith.constant -0.0625 : f32
+    %theta = arith.constant 10000.0 : f32
+    %ex = arith.mulf %jf, %c : f32
+    %f = math.powf %theta, %ex : f32
+    %ang = arith.mulf %sf, %f : f32
+    %co = math.cos %ang : f32
+    %sn = math.sin %ang : f32
+    %p = arith.mulf %a, %co : f32
+    %q = arith.mulf %b, %sn : f32
+    %first = arith.subf %p, %q : f32
+    %p2 = arith.mulf %b, %co : f32
+    %q2 = arith.mulf %a, %sn : f32
+    %second = arith.addf %p2, %q2 : f32
+    %half = linalg.index 3 : index
+    %zero = arith.constant 0 : index
+    %isFirst = arith.cmpi eq, %half, %zero : index
+    %y = arith.select %isFirst, %first, %second : f32
+    linalg.yield %y : f32
+  } -> tensor<1x8x4x2x16xf32>
+  %e2 = tensor.empty() : tensor<1x8x4x2x16xf32>
+  %r2 = linalg.generic {indexing_maps = [#half, #half, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%y1, %y2 : tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>) outs(%e2 : tensor<1x8x4x2x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = linalg.index 1 : index
+    %j = linalg.index 4 : index
+    %si = arith.index_cast %s : index to i64
+    %sf = arith.sitofp %si : i64 to f32
+    %ji = arith.index_cast %j : index to i64
+    %jf = arith.sitofp %ji : i64 to f32
+    %c = arith.constant -0.0625 : f32
+    %theta = arith.constant 10000.0 : f32
+    %ex = arith.mulf %jf, %c : f32
+    %f = math.powf %theta, %ex : f32
+    %ang = arith.mulf %sf, %f : f32
+    %co = math.cos %ang : f32
+    %sn = math.sin %ang : f32
+    %p = arith.mulf %a, %co : f32
+    %q = arith.mulf %b, %sn : f32
+    %first = arith.subf %p, %q : f32
+    %p2 = arith.mulf %b, %co : f32
+    %q2 = arith.mulf %a, %sn : f32
+    %second = arith.addf %p2, %q2 : f32
+    %half = linalg.index 3 : index
+    %zero = arith.constant 0 : index
+    %isFirst = arith.cmpi eq, %half, %zero : index
+    %y = arith.select %isFirst, %first, %second : f32
+    linalg.yield %y : f32
+  } -> tensor<1x8x4x2x16xf32>
+  return %r, %r2 : tensor<1x8x4x2x16xf32>, tensor<1x8x4x2x16xf32>
+}
+
+// -----
+
+// Two rotations with different bases: two tables.
+// CHECK-LABEL: func.func @rope_two_bases
+// CHECK: %[[T1:.*]]:2 = linalg.generic
+// CHECK: arith.constant 1.000000e+04 : f32
+// CHECK: ins(%arg0, %arg1, %[[T1]]#0, %[[T1]]#1 :
+// CHECK: %[[T2:.*]]:2 = linalg.generic
+// CHECK: arith.constant 5.000000e+05 : f32
+// CHECK: ins(%arg2, %arg3, %[[T2]]#0, %[[T2]]#1 :
+#half = affine_map<(b, s, h, c, j) -> (b, s, h, j)>
+#out = affine_map<(b, s, h, c, j) -> (b, s, h, c, j)>
+func.func @rope_two_bases(%x1: tensor<1x8x4x16xf32>, %x2: tensor<1x8x4x16xf32>, %y1: tensor<1x8x4x16xf32>, %y2: tensor<1x8x4x16xf32>) -> (tensor<1x8x4x2x16xf32>, tensor<1x8x4x2x16xf32>) {
+  %e = tensor.empty() : tensor<1x8x4x2x16xf32>
+  %r = linalg.generic {indexing_maps = [#half, #half, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%x1, %x2 : tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>) outs(%e : tensor<1x8x4x2x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = linalg.index 1 : index
+    %j = linalg.index 4 : index
+    %si = arith.index_cast %s : index to i64
+    %sf = arith.sitofp %si : i64 to f32
+    %ji = arith.index_cast %j : index to i64
+    %jf = arith.sitofp %ji : i64 to f32
+    %c = arith.constant -0.0625 : f32
+    %theta = arith.constant 10000.0 : f32
+    %ex = arith.mulf %jf, %c : f32
+    %f = math.powf %theta, %ex : f32
+    %ang = arith.mulf %sf, %f : f32
+    %co = math.cos %ang : f32
+    %sn = math.sin %ang : f32
+    %p = arith.mulf %a, %co : f32
+    %q = arith.mulf %b, %sn : f32
+    %first = arith.subf %p, %q : f32
+    %p2 = arith.mulf %b, %co : f32
+    %q2 = arith.mulf %a, %sn : f32
+    %second = arith.addf %p2, %q2 : f32
+    %half = linalg.index 3 : index
+    %zero = arith.constant 0 : index
+    %isFirst = arith.cmpi eq, %half, %zero : index
+    %y = arith.select %isFirst, %first, %second : f32
+    linalg.yield %y : f32
+  } -> tensor<1x8x4x2x16xf32>
+  %e2 = tensor.empty() : tensor<1x8x4x2x16xf32>
+  %r2 = linalg.generic {indexing_maps = [#half, #half, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%y1, %y2 : tensor<1x8x4x16xf32>, tensor<1x8x4x16xf32>) outs(%e2 : tensor<1x8x4x2x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = linalg.index 1 : index
+    %j = linalg.index 4 : index
+    %si = arith.index_cast %s : index to i64
+    %sf = arith.sitofp %si : i64 to f32
+    %ji = arith.index_cast %j : index to i64
+    %jf = arith.sitofp %ji : i64 to f32
+    %c = arith.constant -0.0625 : f32
+    %theta = arith.constant 500000.0 : f32
+    %ex = arith.mulf %jf, %c : f32
+    %f = math.powf %theta, %ex : f32
+    %ang = arith.mulf %sf, %f : f32
+    %co = math.cos %ang : f32
+    %sn = math.sin %ang : f32
+    %p = arith.mulf %a, %co : f32
+    %q = arith.mulf %b, %sn : f32
+    %first = arith.subf %p, %q : f32
+    %p2 = arith.mulf %b, %co : f32
+    %q2 = arith.mulf %a, %sn : f32
+    %second = arith.addf %p2, %q2 : f32
+    %half = linalg.index 3 : index
+    %zero = arith.constant 0 : index
+    %isFirst = arith.cmpi eq, %half, %zero : index
+    %y = arith.select %isFirst, %first, %second : f32
+    linalg.yield %y : f32
+  } -> tensor<1x8x4x2x16xf32>
+  return %r, %r2 : tensor<1x8x4x2x16xf32>, tensor<1x8x4x2x16xf32>
+}
+
+// -----
+
 // Index math without a transcendental (a causal mask's compare), and a
 // transcendental of every loop (no saving), stay as they are.
 // CHECK-LABEL: func.func @untouched

@@ -9,14 +9,11 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -88,6 +85,14 @@ struct LowerGPUOptions : public PassPipelineOptions<LowerGPUOptions> {
                      "(tp-fuse-attention); false keeps the two GEMMs around "
                      "the materialised scores"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> attention{
+      *this, "attention",
+      llvm::cl::desc("The fused attention's kernel (tp-fuse-attention's "
+                     "kernel=): auto (tensor cores where eligible, else "
+                     "CUDA cores; fused only where the cost model says it "
+                     "is faster than the unfused path), tensor-core or "
+                     "cuda-core (that kernel, always fused)"),
+      llvm::cl::init("auto")};
   PassOptions::Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("Stop early, for inspection: 'gemm' (GEMM calls on "

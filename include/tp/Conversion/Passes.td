@@ -434,7 +434,8 @@ def LinalgToGPUPass : Pass<"tp-linalg-to-gpu", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
-    "::mlir::affine::AffineDialect", "::mlir::math::MathDialect"
+    "::mlir::affine::AffineDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
   ];
 }
 

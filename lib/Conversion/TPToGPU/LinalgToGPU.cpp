@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mlir::tp {
 #define GEN_PASS_DEF_LINALGTOGPUPASS
@@ -185,12 +186,11 @@ struct LinalgToGPUPass
     : public tp::impl::LinalgToGPUPassBase<LinalgToGPUPass> {
   // The later stages of tp-lower-gpu (nvvm-attach-target, serialization,
   // translation) need the NVVM target and the LLVM IR translations; a tool
-  // that runs this pass gets them without registering them itself. The
-  // vectorized elementwise kernels (ElementwiseKernels.cpp) build vector
-  // loads and stores.
+  // that runs this pass gets them without registering them itself. (The
+  // vector dialect of the vectorized elementwise kernels is a dependent
+  // dialect in Passes.td.)
   void getDependentDialects(DialectRegistry &registry) const override {
     LinalgToGPUPassBase::getDependentDialects(registry);
-    registry.insert<vector::VectorDialect>();
     registerGPUTranslations(registry);
   }
 

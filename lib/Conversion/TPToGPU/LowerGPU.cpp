@@ -134,6 +134,13 @@ LogicalResult mlir::tp::checkLowerGPUOptions(const LowerGPUOptions &options,
     os << "tp-lower-gpu: O=" << options.optLevel << " is not in 0..3";
     return failure();
   }
+  StringRef attention = options.attention;
+  if (attention != "auto" && attention != "tensor-core" &&
+      attention != "cuda-core") {
+    os << "tp-lower-gpu: attention '" << attention
+       << "' is not one of auto, tensor-core, cuda-core";
+    return failure();
+  }
   StringRef stop = options.stopAfter;
   if (!stop.empty() && stop != "gemm" && stop != "kernels") {
     os << "tp-lower-gpu: stop-after '" << stop
@@ -194,6 +201,7 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   if (options.fuseAttention) {
     FuseAttentionPassOptions attention;
     attention.device = options.device;
+    attention.kernel = options.attention;
     pm.addPass(createFuseAttentionPass(attention));
   }
   pm.addPass(createGemmToRuntimePass());

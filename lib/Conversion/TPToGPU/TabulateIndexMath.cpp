@@ -104,18 +104,22 @@ IndexMath analyze(linalg::GenericOp g) {
 }
 
 /// Whether two table generics compute the same values (their inits are
-/// tensor.empty of the same types).
+/// tensor.empty of the same types). The values of the two bodies are
+/// matched as the comparison walks them: a body operand is equivalent to
+/// the other's when the ops (or block arguments) defining them were found
+/// equivalent.
 bool sameTable(linalg::GenericOp a, linalg::GenericOp b) {
-  auto emptyOrSame = [](Value x, Value y) {
-    if (x == y)
+  DenseMap<Value, Value> same;
+  auto equivalent = [&](Value x, Value y) {
+    if (x == y || same.lookup(x) == y)
       return success();
     auto ex = x.getDefiningOp<tensor::EmptyOp>();
     auto ey = y.getDefiningOp<tensor::EmptyOp>();
     return success(ex && ey && ex.getType() == ey.getType());
   };
+  auto mark = [&](Value x, Value y) { same[x] = y; };
   return OperationEquivalence::isEquivalentTo(
-      a, b, emptyOrSame, /*markEquivalent=*/nullptr,
-      OperationEquivalence::IgnoreLocations);
+      a, b, equivalent, mark, OperationEquivalence::IgnoreLocations);
 }
 
 /// Tabulates what `g` computes from indices alone (see the header); returns
