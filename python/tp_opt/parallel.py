@@ -22,6 +22,11 @@ model makes on its own (masks, rotary tables, buffers) count as replicated
 (`implicit_replication`). The model's outputs come back as whole tensors
 on every rank.
 
+On a mesh with a batch axis (the plan's batch-axis=, "dp"), the model's
+inputs are split by batch over it and every rule above applies per
+tensor-parallel axis, the batch axis keeping each activation's split. The
+backward runs under implicit_replication too (_reentrant_backward).
+
 So the collectives PyTorch issues are the ones the plan's layouts at
 module boundaries imply, plus those DTensor's own sharding propagation
 chooses inside a module where the plan splits something DTensor cannot
@@ -31,6 +36,8 @@ halves): `parallel.compare` lists the difference per kind.
 
 import functools
 
+from .importer.models import TPImportError
+
 KIND_OF_OP = {
     "all_reduce": "all_reduce", "all_reduce_": "all_reduce",
     "all_gather_into_tensor": "all_gather",
@@ -38,9 +45,6 @@ KIND_OF_OP = {
     "reduce_scatter_tensor": "reduce_scatter",
     "all_to_all_single": "all_to_all",
 }
-
-
-from .importer.models import TPImportError
 
 
 class ParallelizeError(TPImportError):
@@ -130,7 +134,8 @@ def _split_batch(args, kwargs, mesh, axis):
             if batch % mesh.size(axis):
                 raise ParallelizeError(
                     "the batch (%d) is not divisible by mesh axis %r (%d)"
-                    % (batch, mesh.mesh_dim_names[axis], mesh.size(axis)))
+                    % (batch, (mesh.mesh_dim_names or (axis,) * mesh.ndim)[axis],
+                       mesh.size(axis)))
             return distribute_tensor(t, mesh, pl, src_data_rank=None)
         return t
     return (tuple(split(a) for a in args),

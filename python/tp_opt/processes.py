@@ -26,6 +26,7 @@ compared with the unsharded model's.
 
 import os
 import pickle
+import re
 import subprocess
 import sys
 import tempfile
@@ -86,7 +87,8 @@ def launch(fn, nproc, *args, backend="gloo", threads=None):
             if code != 0:
                 with open(os.path.join(tmp, "stderr.%d" % rank)) as f:
                     log = f.read()
-                lines = [l for l in log.splitlines() if l.strip()]
+                lines = [re.sub(r"^\[rank\d+\]:\s*", "", l)
+                         for l in log.splitlines() if l.strip()]
                 raise LaunchError("rank %d of %d exited with %d: %s" % (
                     rank, nproc, code, lines[-1] if lines else
                     "no message"), log)

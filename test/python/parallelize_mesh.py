@@ -66,8 +66,9 @@ def main():
                      memory_budget="1G")
     refused("sequence-parallel",
             lambda: tp_opt.check(model, sp, (ids[:1],)))
-    for message in tp_opt.launch(mesh_errors, 1, model, plan_2d,
-                                 plan_tp2)[0]:
+    import parallelize_mesh   # launch runs a module's function, not __main__'s
+    for message in tp_opt.launch(parallelize_mesh.mesh_errors, 1, model,
+                                 plan_2d, plan_tp2)[0]:
         print("mesh: ParallelizeError:", message)
     refused("lambda", lambda: tp_opt.launch(lambda: 0, 2))
     refused("failing rank", lambda: tp_opt.launch(int, 2, "x"))
