@@ -245,6 +245,15 @@ private:
   /// Under `choice`: what the relaxed fan-outs' edges charged, and what
   /// their reshardings cost once each distinct one is emitted once.
   std::pair<double, double> relaxedFanOutCosts(const std::vector<int> &choice);
+  /// A result that updates argument A (`tp.updates`) leaves in A's stored
+  /// layout, since the runner swaps the two buffers between steps. The
+  /// search prices that layout at no cost and any other at a collective,
+  /// without a hard tie (PlannerNodes.cpp), so a plan the search could not
+  /// prove optimal may leave it elsewhere: such results (leaves, only their
+  /// incoming resharding changes) are moved to A's layout, and the
+  /// solution's cost, exactness and gap follow.
+  void tieUpdatedResults(const AssignmentProblem &problem,
+                         AssignmentSolution &solution);
 };
 
 bool isSixteenBit(Type type);

@@ -487,6 +487,8 @@ FailureOr<Plan> PlanBuilder::run() {
   AssignmentSolution solution =
       liveness ? solveWithLiveness(problem, solverOptions, budget)
                : solveExact(problem, solverOptions);
+  if (solution.feasible)
+    tieUpdatedResults(problem, solution);
   if (!relaxedFanOuts.empty() && solution.feasible) {
     // The search priced the relaxed fan-outs below what the partitioner
     // emits: the plan costs the merged reshardings, the search's bound
@@ -639,7 +641,8 @@ FailureOr<Plan> PlanBuilder::run() {
   explainReplicated();
 
   // A result that updates an argument in another layout cannot replace it
-  // on the next step without a collective (tp-runner refuses the model).
+  // on the next step without a collective (tp-runner refuses the model);
+  // tieUpdatedResults moved every one it could.
   for (unsigned r = 0; r < func.getNumResults(); ++r) {
     auto index = func.getResultAttrOfType<IntegerAttr>(
         r, TPDialect::getUpdatesAttrName());
@@ -664,6 +667,47 @@ FailureOr<Plan> PlanBuilder::run() {
                          std::chrono::steady_clock::now() - start)
                          .count();
   return plan;
+}
+
+void PlanBuilder::tieUpdatedResults(const AssignmentProblem &problem,
+                                    AssignmentSolution &solution) {
+  DenseMap<unsigned, int> argumentNode;
+  for (int n = 0, e = nodes.size(); n < e; ++n)
+    if (nodes[n].kind == NodeKind::Argument)
+      argumentNode[nodes[n].index] = n;
+  std::vector<int> choice = solution.choice;
+  bool moved = false;
+  for (int n = 0, e = nodes.size(); n < e; ++n) {
+    const Node &node = nodes[n];
+    if (node.kind != NodeKind::Result)
+      continue;
+    auto index = func.getResultAttrOfType<IntegerAttr>(
+        node.index, TPDialect::getUpdatesAttrName());
+    if (!index || !argumentNode.count(index.getInt()))
+      continue;
+    int a = argumentNode.lookup(index.getInt());
+    LayoutAttr stored = nodes[a].strategies[choice[a]].results[0];
+    if (node.strategies[choice[n]].inputs[0] == stored)
+      continue;
+    for (size_t j = 0; j < node.strategies.size(); ++j)
+      if (node.strategies[j].inputs[0] == stored) {
+        choice[n] = j;
+        moved = true;
+        break;
+      }
+  }
+  if (!moved)
+    return;
+  auto [cost, memory] = problem.evaluate(choice);
+  if (cost == kInf || memory > problem.memoryBudget)
+    return; // run() remarks on what stays untied
+  // The tied plan costs more than the search's answer; the search's bound
+  // still bounds it (tying only restricts the space).
+  solution.choice = std::move(choice);
+  solution.cost = cost;
+  solution.memory = memory;
+  solution.exact = cost <= solution.lowerBound * (1 + 1e-10);
+  detail::finishBounds(solution);
 }
 
 FailureOr<Plan> mlir::tp::planFunction(func::FuncOp func, MeshOp mesh,

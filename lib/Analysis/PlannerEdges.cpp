@@ -51,7 +51,10 @@ PlanBuilder::buildEdges(AssignmentProblem &problem) {
     auto [u, result] = producer.lookup(value);
     const Node &prod = nodes[u];
     // Parameters are consumed as stored unless asked otherwise, except by
-    // ops without a sharding rule, which read them whole (gathered).
+    // ops without a sharding rule, which read them whole (gathered), and by
+    // the function's results: a result's layout is a contract (replicated
+    // unless pinned or a parameter), so a parameter returned as it is gets
+    // resharded into it rather than stored in it.
     bool paramExact = !options.reshardParams && paramNodes.contains(u);
     // Values computed from weights alone may be sliced, never moved
     // (unless the function returns them: a pinned result is a contract; or
@@ -63,7 +66,8 @@ PlanBuilder::buildEdges(AssignmentProblem &problem) {
                  nodes[use.first].noRule;
         });
     auto exactUse = [&](int v, const Input &in) {
-      return in.exact || (paramExact && !nodes[v].noRule);
+      return in.exact || (paramExact && !nodes[v].noRule &&
+                          nodes[v].kind != NodeKind::Result);
     };
     unsigned resultIndex = result;
     auto resultOf = [&](size_t a) {

@@ -20,3 +20,40 @@ func.func @softmax_then_tanh(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
   %t = math.tanh %s : tensor<2x16xf32>
   return %t : tensor<2x16xf32>
 }
+
+// tensor.gather and tensor.scatter, which upstream does not bufferize: a
+// gather over a 2-D batch of a 3-D source with two gathered dimensions
+// becomes a generic over the result reading the coordinates and the element
+// with tensor.extract; a scatter over a 2-D batch, an scf.for over the 6
+// slices, delinearized row-major, inserting each at its coordinates.
+
+// CHECK-LABEL: func.func @gather
+// CHECK-NOT: tensor.gather
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<2x3x1x1x5xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%[[E]]
+// CHECK: %[[B0:.+]] = linalg.index 0
+// CHECK: %[[B1:.+]] = linalg.index 1
+// CHECK: %[[S2:.+]] = linalg.index 4
+// CHECK: %[[I0:.+]] = tensor.extract %arg1[%[[B0]], %[[B1]], %c0] : tensor<2x3x2xi32>
+// CHECK: %[[C0:.+]] = arith.index_cast %[[I0]] : i32 to index
+// CHECK: %[[I1:.+]] = tensor.extract %arg1[%[[B0]], %[[B1]], %c1] : tensor<2x3x2xi32>
+// CHECK: %[[C1:.+]] = arith.index_cast %[[I1]] : i32 to index
+// CHECK: tensor.extract %arg0[%[[C0]], %[[C1]], %[[S2]]] : tensor<4x6x5xf32>
+func.func @gather(%src: tensor<4x6x5xf32>, %idx: tensor<2x3x2xi32>) -> tensor<2x3x1x1x5xf32> {
+  %g = tensor.gather %src[%idx] gather_dims([0, 1]) : (tensor<4x6x5xf32>, tensor<2x3x2xi32>) -> tensor<2x3x1x1x5xf32>
+  return %g : tensor<2x3x1x1x5xf32>
+}
+
+// CHECK-LABEL: func.func @scatter
+// CHECK-NOT: tensor.scatter
+// CHECK: scf.for %[[IV:.+]] = %c0 to %c6 step %c1 iter_args(%[[D:.+]] = %arg1) -> (tensor<8x5xf32>)
+// CHECK: %[[B1:.+]] = arith.remui %[[IV]], %c3
+// CHECK: %[[R:.+]] = arith.divui %[[IV]], %c3
+// CHECK: %[[B0:.+]] = arith.remui %[[R]], %c2
+// CHECK: %[[SL:.+]] = tensor.extract_slice %arg0[%[[B0]], %[[B1]], 0] [1, 1, 5] [1, 1, 1] : tensor<2x3x5xf32> to tensor<5xf32>
+// CHECK: %[[C:.+]] = tensor.extract %arg2[%[[B0]], %[[B1]], %c0] : tensor<2x3x1xindex>
+// CHECK: tensor.insert_slice %[[SL]] into %[[D]][%[[C]], 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<8x5xf32>
+func.func @scatter(%rows: tensor<2x3x5xf32>, %dest: tensor<8x5xf32>, %idx: tensor<2x3x1xindex>) -> tensor<8x5xf32> {
+  %s = tensor.scatter %rows into %dest[%idx] scatter_dims([0]) unique : (tensor<2x3x5xf32>, tensor<8x5xf32>, tensor<2x3x1xindex>) -> tensor<8x5xf32>
+  return %s : tensor<8x5xf32>
+}

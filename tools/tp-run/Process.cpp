@@ -119,22 +119,46 @@ void removeEntry(int parent, const char *name) {
   ::unlinkat(parent, name, AT_REMOVEDIR);
 }
 
-/// LLVM's interrupt hook (called from its SIGINT/SIGTERM handler, once):
-/// with a child running, passes the signal on as SIGTERM, so that mpirun
-/// stops its ranks, and lets runProgram finish (and die); otherwise removes
-/// the temporary work folder and exits.
+/// Removes the temporary work folder, says `message` and exits 130, with
+/// async-signal-safe calls only.
+[[noreturn]] void exitInterrupted(const char *message, size_t length) {
+  if (removedFolder[0])
+    removeEntry(AT_FDCWD, removedFolder);
+  ssize_t ignored = ::write(2, message, length);
+  (void)ignored;
+  _exit(130);
+}
+
+/// A second SIGINT or SIGTERM while the child stops: the user will not wait
+/// for it. Kills it (mpirun's ranks die with it, each by its own
+/// PR_SET_PDEATHSIG), removes the folder and exits.
+void onSecondInterrupt(int) {
+  if (runningChild > 0)
+    ::kill(pid_t(runningChild), SIGKILL);
+  static const char message[] =
+      "tp-run: error: interrupted again; the run was killed\n";
+  exitInterrupted(message, sizeof(message) - 1);
+}
+
+/// LLVM's interrupt hook (called from its SIGINT/SIGTERM handler, once; the
+/// handler then restores the default dispositions): with a child running,
+/// passes the signal on as SIGTERM, so that mpirun stops its ranks, lets
+/// runProgram finish (and die), and catches a second signal with
+/// onSecondInterrupt (by default it would end tp-run and leave the folder);
+/// otherwise removes the temporary work folder and exits.
 void onInterrupt() {
   interrupted = 1;
   if (runningChild > 0) {
+    struct sigaction action = {};
+    action.sa_handler = onSecondInterrupt;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
     ::kill(pid_t(runningChild), SIGTERM);
     return;
   }
-  if (removedFolder[0])
-    removeEntry(AT_FDCWD, removedFolder);
   static const char message[] = "tp-run: error: interrupted\n";
-  ssize_t ignored = ::write(2, message, sizeof(message) - 1);
-  (void)ignored;
-  _exit(130);
+  exitInterrupted(message, sizeof(message) - 1);
 }
 
 /// Forks and executes `argv` (argv[0] is the program's path) with `envp`,

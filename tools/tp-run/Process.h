@@ -10,7 +10,8 @@
 // (each rank has its own PDEATHSIG on mpirun, tp-runner.cpp), and tp-runner
 // --nproc, which stops its own. SIGINT and SIGTERM of tp-run are passed on
 // to the running child, and a child past its time limit gets SIGTERM, then
-// SIGKILL 10 s later. An interrupt while no program runs ends tp-run at once
+// SIGKILL 10 s later; a second interrupt meanwhile kills the child at once.
+// An interrupt while no program runs, or a second one, ends tp-run at once
 // (exit 130), its temporary work folder removed.
 //
 //===----------------------------------------------------------------------===//

@@ -67,11 +67,17 @@ def DecomposeAggregatesPass
     // linalg.generic { math.tanh }
     ```
 
+    `tensor.gather` and `tensor.scatter`, which upstream MLIR does not
+    bufferize, become a `linalg.generic` reading its elements with
+    `tensor.extract`, and an `scf.for` of `tensor.insert_slice` over the
+    scattered slices.
+
     Preconditions: none (ops it does not know are left alone).
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
-    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::scf::SCFDialect"
   ];
 }
 

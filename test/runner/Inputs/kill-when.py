@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Starts a command and SIGKILLs it once its output says something.
 
-    kill-when.py [--signal NAME] LOG TEXT [SECONDS] -- CMD...
+    kill-when.py [--signal NAME [--again SECONDS]] LOG TEXT [SECONDS] -- CMD...
 
 Runs CMD with stdout and stderr to LOG, waits until LOG contains TEXT (for
 up to SECONDS, default 60), then sends SIGKILL to CMD's process alone (not
@@ -11,7 +11,8 @@ CMD ended first or TEXT never came (LOG then says why).
 
 --signal INT (or TERM, ...) sends that signal instead, to CMD alone, waits
 up to 60 s for CMD to end and prints "kill-when: exit code N" (N negative:
-the signal that ended CMD).
+the signal that ended CMD). --again S sends it a second time S seconds
+after the first, if CMD is still running (a second Ctrl-C).
 """
 
 import os
@@ -24,9 +25,13 @@ import time
 def main():
     args = sys.argv[1:]
     sig = signal.SIGKILL
+    again = None
     if args[0] == "--signal":
         sig = getattr(signal, "SIG" + args[1])
         args = args[2:]
+        if args[0] == "--again":
+            again = float(args[1])
+            args = args[2:]
     split = args.index("--")
     log, text = args[0], args[1]
     seconds = float(args[2]) if split > 2 else 60.0
@@ -41,6 +46,11 @@ def main():
                 if sig == signal.SIGKILL:
                     child.wait()
                     return 0
+                if again is not None:
+                    try:
+                        child.wait(timeout=again)
+                    except subprocess.TimeoutExpired:
+                        os.kill(child.pid, sig)
                 try:
                     child.wait(timeout=60)
                 except subprocess.TimeoutExpired:

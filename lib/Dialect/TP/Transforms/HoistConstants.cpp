@@ -13,6 +13,7 @@
 #include "tp/Dialect/TP/Transforms/Passes.h"
 
 #include "tp/Analysis/ConstantWeights.h"
+#include "tp/Dialect/TP/IR/InputChecks.h"
 #include "tp/Dialect/TP/IR/TPOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -145,6 +146,11 @@ struct HoistConstantsPass
                          << " must be at least 1";
       return signalPassFailure();
     }
+    // A blob of the wrong size would be copied into the file as it is
+    // (MLIR accepts any blob): the runner would read past it or load it off
+    // by the missing bytes.
+    if (failed(checkResourceBlobs(module, getArgument())))
+      return signalPassFailure();
     ConstantWeightOptions weights;
     weights.largeBytes = largeConstantBytes;
     weights.weightBytes = weightConstantBytes;
