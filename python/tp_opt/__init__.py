@@ -8,9 +8,11 @@ by torch.distributed.
     plan.explain("model.layers.0.mlp.down_proj.weight")
     model = tp_opt.parallelize(model, plan, device_mesh)
     plan.tp_plan                      # a Hugging Face tp_plan
+    print(tp_opt.check(model, plan, (input_ids,)))   # on N gloo processes
 
 Modules: planning (plan, Plan), layout (the planned IR's layouts), explain,
-parallel (parallelize), hf (tp_plan), tools (finding tp-opt), importer
+parallel (parallelize), processes (launch, check,
+device_mesh), hf (tp_plan), tools (finding tp-opt), importer
 (the exporter behind utils/tp-import). Importing tp_opt imports no torch.
 """
 
@@ -32,6 +34,24 @@ def parallelize(*args, **kwargs):
     return _parallelize(*args, **kwargs)
 
 
+def check(*args, **kwargs):
+    from .processes import check as _check
+    return _check(*args, **kwargs)
+
+
+def launch(*args, **kwargs):
+    from .processes import launch as _launch
+    return _launch(*args, **kwargs)
+
+
+def device_mesh(*args, **kwargs):
+    from .processes import device_mesh as _device_mesh
+    return _device_mesh(*args, **kwargs)
+
+
 plan.__doc__ = "tp_opt.planning.plan: see docs/python.md"
 plan_module.__doc__ = "tp_opt.planning.plan_module: see docs/python.md"
 parallelize.__doc__ = "tp_opt.parallel.parallelize: see docs/python.md"
+check.__doc__ = "tp_opt.processes.check: see docs/python.md"
+launch.__doc__ = "tp_opt.processes.launch: see docs/python.md"
+device_mesh.__doc__ = "tp_opt.processes.device_mesh: see docs/python.md"

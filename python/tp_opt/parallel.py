@@ -22,6 +22,11 @@ model makes on its own (masks, rotary tables, buffers) count as replicated
 (`implicit_replication`). The model's outputs come back as whole tensors
 on every rank.
 
+On a mesh with a batch axis (the plan's batch-axis=, "dp"), the model's
+inputs are split by batch over it and every rule above applies per
+tensor-parallel axis, the batch axis keeping each activation's split. The
+backward runs under implicit_replication too (_reentrant_backward).
+
 So the collectives PyTorch issues are the ones the plan's layouts at
 module boundaries imply, plus those DTensor's own sharding propagation
 chooses inside a module where the plan splits something DTensor cannot
@@ -30,6 +35,8 @@ halves): `parallel.compare` lists the difference per kind.
 """
 
 import functools
+
+from .importer.models import TPImportError
 
 KIND_OF_OP = {
     "all_reduce": "all_reduce", "all_reduce_": "all_reduce",
@@ -40,7 +47,7 @@ KIND_OF_OP = {
 }
 
 
-class ParallelizeError(Exception):
+class ParallelizeError(TPImportError):
     pass
 
 
@@ -76,11 +83,6 @@ def _splits_heads(module, heads, n):
 def _mesh_dims(plan, device_mesh):
     names = getattr(device_mesh, "mesh_dim_names", None)
     axes = list(plan.mesh)
-    if len(axes) != 1:
-        raise ParallelizeError(
-            "the plan's mesh has %d axes (%s): parallelize executes plans "
-            "on one tensor-parallel axis; plan.placements gives the "
-            "placements per axis" % (len(axes), ", ".join(axes)))
     if device_mesh.ndim != len(axes):
         raise ParallelizeError(
             "the device mesh has %d dimensions, the plan's mesh %d (%s)"
@@ -96,17 +98,58 @@ def _mesh_dims(plan, device_mesh):
 
 
 def _to_dtensor(x, mesh, placements):
+    """x with `placements` (None for a mesh axis: x's own placement there,
+    Replicate for a plain tensor: the batch axis's split is kept)."""
     from torch.distributed.tensor import DTensor, Replicate
     import torch
     if isinstance(x, DTensor):
-        if tuple(x.placements) != tuple(placements):
-            return x.redistribute(mesh, placements)
+        want = [q if q is not None else p
+                for p, q in zip(x.placements, placements)]
+        if tuple(x.placements) != tuple(want):
+            return x.redistribute(mesh, want)
         return x
     if isinstance(x, torch.Tensor) and x.is_floating_point():
+        want = [q if q is not None else Replicate() for q in placements]
         return DTensor.from_local(x, mesh, [Replicate()] * mesh.ndim,
-                                  run_check=False).redistribute(
-                                      mesh, placements)
+                                  run_check=False).redistribute(mesh, want)
     return x
+
+
+def _split_batch(args, kwargs, mesh, axis):
+    """The model's tensor inputs split by batch (dim 0) over mesh axis
+    `axis`, as the plan's batch-axis= pins them (every rank holds the whole
+    batch; each keeps its rows: no communication)."""
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    import torch
+    tensors = [t for t in list(args) + list(kwargs.values())
+               if isinstance(t, torch.Tensor) and t.dim() > 0]
+    if not tensors:
+        return args, kwargs
+    batch = tensors[0].shape[0]
+    pl = [Shard(0) if i == axis else Replicate() for i in range(mesh.ndim)]
+
+    def split(t):
+        if isinstance(t, torch.Tensor) and t.dim() > 0 and \
+                t.shape[0] == batch:
+            if batch % mesh.size(axis):
+                raise ParallelizeError(
+                    "the batch (%d) is not divisible by mesh axis %r (%d)"
+                    % (batch, (mesh.mesh_dim_names or (axis,) * mesh.ndim)[axis],
+                       mesh.size(axis)))
+            return distribute_tensor(t, mesh, pl, src_data_rank=None)
+        return t
+    return (tuple(split(a) for a in args),
+            {k: split(v) for k, v in kwargs.items()})
+
+
+def _split_before_last(x):
+    """Whether x is a DTensor split only along dimensions before its last
+    (no Partial sum, its last dimension whole)."""
+    from torch.distributed.tensor import DTensor, Replicate, Shard
+    return isinstance(x, DTensor) and all(
+        isinstance(p, Replicate) or (isinstance(p, Shard) and
+                                     p.dim % x.ndim != x.ndim - 1)
+        for p in x.placements)
 
 
 def _resolve_partial(x, mesh):
@@ -119,25 +162,68 @@ def _resolve_partial(x, mesh):
     return x
 
 
-def _map(x, fn):
-    if isinstance(x, tuple):
-        return tuple(_map(v, fn) for v in x)
-    if isinstance(x, list):
-        return [_map(v, fn) for v in x]
-    return fn(x)
+def _reentrant_backward():
+    """An autograd Function whose outputs are the model's whole outputs,
+    detached, and whose backward runs the model's own backward (a reentrant
+    torch.autograd.backward) under implicit_replication, as its forward ran:
+    the thread-local flag is part of the state a backward captures where it
+    starts, so without this a user's loss.backward() meets the plain
+    tensors the forward saved (rotary tables, masks) beside DTensor
+    gradients and fails."""
+    import torch
+    from torch.distributed.tensor.experimental import implicit_replication
+
+    class Reenter(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, anchor, outputs):
+            # The outputs come in a list, not as tensors: the outer graph
+            # must not reach the model's (Reenter runs it itself).
+            ctx.outputs = outputs
+            return tuple(o.detach() for o in outputs)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            pairs = [(o, g) for o, g in zip(ctx.outputs, grads)
+                     if g is not None]
+            ctx.outputs = None
+            with implicit_replication():
+                torch.autograd.backward([o for o, _ in pairs],
+                                        [g for _, g in pairs])
+            return None, None
+    return Reenter
 
 
-def _full(x):
-    from torch.distributed.tensor import DTensor
-    if isinstance(x, DTensor):
-        return x.full_tensor()
-    if isinstance(x, dict):              # ModelOutput is a dict
+def _walk(x, fn):
+    """x with fn applied to every tensor in it (a ModelOutput is a dict,
+    changed in place)."""
+    import torch
+    if isinstance(x, torch.Tensor):
+        return fn(x)
+    if isinstance(x, dict):
         for k in list(x.keys()):
-            x[k] = _full(x[k])
+            x[k] = _walk(x[k], fn)
         return x
     if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
-        return type(x)(_full(v) for v in x)
+        return type(x)(_walk(v, fn) for v in x)
     return x
+
+
+def _whole_outputs(out):
+    """The model's outputs as whole tensors on every rank; those that need
+    a gradient pass through _reentrant_backward."""
+    import torch
+    from torch.distributed.tensor import DTensor
+    out = _walk(out, lambda t: t.full_tensor() if isinstance(t, DTensor)
+                else t)
+    needs = []
+    _walk(out, lambda t: (needs.append(t) if t.requires_grad else None)
+          or t)
+    if not needs:
+        return out
+    anchor = torch.zeros((), requires_grad=True)
+    new = dict(zip(map(id, needs),
+                   _reentrant_backward().apply(anchor, needs)))
+    return _walk(out, lambda t: new.get(id(t), t))
 
 
 def _eager_attention(model):
@@ -153,6 +239,19 @@ def _eager_attention(model):
     else:
         config._attn_implementation = "eager"
     return old
+
+
+def executable(plan):
+    """Raises ParallelizeError for a plan parallelize cannot execute as
+    planned."""
+    if getattr(plan, "sequence_parallel", False):
+        raise ParallelizeError(
+            "the plan is sequence-parallel (%s): parallelize sets layouts "
+            "at module boundaries as the weights imply and does not execute "
+            "token splits yet; plan with sequence_parallel=\"off\"" % (
+                "sequence-parallel=on" if "sequence-parallel=on" in
+                plan.options else "%d reduce_scatter" %
+                plan.collectives()["reduce_scatter"]))
 
 
 def module_styles_from_placements(plan):
@@ -223,12 +322,19 @@ def parallelize(model, plan, device_mesh):
     from torch.distributed.tensor.experimental import implicit_replication
 
     _mesh_dims(plan, device_mesh)
+    executable(plan)
     _eager_attention(model)
     from .planning import heads_of
     heads = heads_of(getattr(model, "config", None))
     styles = module_styles(model, plan)
     modules = dict(model.named_modules())
-    rep = [Replicate()] * device_mesh.ndim
+    # Activations: Replicate on every axis but the batch axis, where each
+    # keeps its split (the rules below are per tensor-parallel axis).
+    batch = list(plan.mesh).index(plan.batch_axis) \
+        if plan.batch_axis in plan.mesh else None
+    rep = [None if i == batch else Replicate()
+           for i in range(device_mesh.ndim)]
+    whole = [Replicate()] * device_mesh.ndim      # a parameter gathered
     done = {}
     for mname, (style, params) in styles.items():
         module = modules[mname]
@@ -247,22 +353,34 @@ def parallelize(model, plan, device_mesh):
                                      q.dim == _input_dim(module, n)
                                      for n, pls in params.items()
                                      for q in [pls[i]])
-                    else Replicate() for i in range(device_mesh.ndim)]
+                    else rep[i] for i in range(device_mesh.ndim)]
 
-        def pre(mod, args, kwargs, want=want):
-            args = tuple(_to_dtensor(a, device_mesh, want) if i == 0 else a
+        # A module whose parameters are whole and none of them a matmul
+        # weight (a norm) takes an input split along other dimensions than
+        # its last as it comes: a per-head norm (Qwen3's q_norm) on heads
+        # split over the devices stays split, as the plan keeps it.
+        keep = style == "replicated" and all(
+            _input_dim(module, n) is None for n in params)
+
+        def pre(mod, args, kwargs, want=want, keep=keep):
+            args = tuple(a if i or (keep and _split_before_last(a)) else
+                         _to_dtensor(a, device_mesh, want)
                          for i, a in enumerate(args))
             return args, kwargs
 
-        split_heads = style == "colwise" and _splits_heads(
-            module, heads, device_mesh.size())
+        # devices the weights are split over (the tensor-parallel axes)
+        tp = 1
+        for i in range(device_mesh.ndim):
+            if any(isinstance(pls[i], Shard) for pls in params.values()):
+                tp *= device_mesh.size(i)
+        split_heads = style == "colwise" and _splits_heads(module, heads, tp)
 
         def post(mod, args, output, split_heads=split_heads):
             if split_heads:   # whole heads only: gathered (see _splits_heads)
-                return _map(output, functools.partial(
+                return _walk(output, functools.partial(
                     _to_dtensor, mesh=device_mesh, placements=rep))
-            return _map(output, functools.partial(_resolve_partial,
-                                                  mesh=device_mesh))
+            return _walk(output, functools.partial(_resolve_partial,
+                                                   mesh=device_mesh))
         module.register_forward_pre_hook(pre, with_kwargs=True)
         module.register_forward_hook(post)
     # Blocks (modules that own no parameter but hold planned ones: decoder
@@ -308,7 +426,7 @@ def parallelize(model, plan, device_mesh):
             for pname in tied:
                 p = mod._parameters[pname]
                 mod._tp_opt_saved[pname] = p
-                mod._parameters[pname] = p.redistribute(device_mesh, rep)
+                mod._parameters[pname] = p.redistribute(device_mesh, whole)
             args = tuple(_to_dtensor(a, device_mesh, rep) if i == 0 else a
                          for i, a in enumerate(args))
             return args, kwargs
@@ -324,8 +442,10 @@ def parallelize(model, plan, device_mesh):
 
     @functools.wraps(forward)
     def run(*args, **kwargs):
+        if batch is not None:
+            args, kwargs = _split_batch(args, kwargs, device_mesh, batch)
         with implicit_replication():
-            return _full(forward(*args, **kwargs))
+            return _whole_outputs(forward(*args, **kwargs))
     model.forward = run
     model._tp_opt_plan = plan
     return model
@@ -340,6 +460,12 @@ def count_collectives(comm_mode):
         kind = KIND_OF_OP.get(name, name)
         out[kind] = out.get(kind, 0) + n
     return out
+
+
+def format_counts(counts):
+    """'3 all_gather, 2 all_reduce' ('none' when empty)."""
+    return ", ".join("%d %s" % (counts[k], k) for k in sorted(counts)) or \
+        "none"
 
 
 def compare(plan_counts, torch_counts):

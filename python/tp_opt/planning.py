@@ -264,6 +264,14 @@ class Plan:
                 self.layouts[name] = None
                 self.packed[name] = (dim, len(ps))
         self.piece_layouts = pieces
+        self.sequence_parallel = self._splits_tokens()
+
+    def _splits_tokens(self):
+        """Whether the plan is sequence-parallel: made with
+        sequence-parallel=on, or it reduce-scatters (a Partial sum split
+        by tokens, Megatron's sequence parallelism)."""
+        return "sequence-parallel=on" in self.options or \
+            "reduce_scatter" in self.collectives()
 
     # -- the report ------------------------------------------------------
     @property
@@ -292,6 +300,15 @@ class Plan:
                     out[s["collective"]] = out.get(s["collective"], 0) + \
                         s["message_bytes"]
         return out
+
+    @property
+    def batch_axis(self):
+        """The mesh axis the inputs' batch is split over (`batch-axis=`,
+        a "dp" axis of tp_opt.plan's mesh), or None."""
+        for o in " ".join(self.options).split():
+            if o.startswith("batch-axis="):
+                return o.split("=", 1)[1]
+        return None
 
     @property
     def exact(self):

@@ -43,11 +43,3 @@ try:
     tp_opt.plan(model, ("not a tensor",), tp=2)
 except TPImportError as e:
     print("error:", e)
-from tp_opt.parallel import ParallelizeError  # noqa: E402
-mesh_plan = tp_opt.plan_module(
-    os.path.join(ROOT, "test", "frontends", "Inputs", "llama-tiny.mlir"),
-    mesh={"dp": 1, "tp": 2})
-try:
-    tp_opt.parallelize(model, mesh_plan, None)
-except ParallelizeError as e:
-    print("error:", e)
