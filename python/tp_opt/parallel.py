@@ -263,11 +263,13 @@ def module_styles_from_placements(plan):
     return out
 
 
-def module_styles(model, plan):
+def module_styles(model, plan, whole=None):
     """{module name: (style, {parameter: placements})} for every module that
     owns parameters: style is "rowwise" (input Shard(-1)), "colwise" (a
     matmul weight split by output features), "sharded" (another split) or
-    "replicated"."""
+    "replicated". Fused parameters whose pieces the plan lays out
+    differently are stored whole; their names are appended to `whole`."""
+    whole = [] if whole is None else whole
     placements = plan.placements
     names = {n for n, _ in model.named_parameters()}
     missing = [n for n in placements if n not in names]
@@ -287,14 +289,19 @@ def module_styles(model, plan):
             full = (mname + "." if mname else "") + pname
             pl = placements.get(full)
             if pl is None:
-                if full in plan.layouts:   # pieces laid out differently
-                    raise ParallelizeError(
-                        "%s: the plan lays out its fused pieces differently "
-                        "(%s); not expressible as one placement"
-                        % (full, [str(p.layout) for p in
-                                  plan.piece_layouts[full]]))
-                # A tied parameter: planned under its other name.
-                continue
+                if full not in plan.layouts:
+                    continue   # a tied parameter: planned under its other name
+                # Pieces laid out differently (Falcon's query_key_value: q
+                # split by heads, k and v whole): no one placement says
+                # that, so the weight is stored whole and every device
+                # computes all its pieces. The result is exact; the memory
+                # and the work of this projection are not the plan's, which
+                # parallelize reports (whole_parameters).
+                from torch.distributed.tensor import Replicate
+                pl = [Replicate()] * len(plan.mesh)
+                whole.append("%s (pieces %s)" % (
+                    full, ", ".join(str(p.layout)
+                                    for p in plan.piece_layouts[full])))
             params[pname] = pl
             shard_dims = [p.dim for p in pl if hasattr(p, "dim")]
             if not shard_dims:
@@ -326,7 +333,13 @@ def parallelize(model, plan, device_mesh):
     _eager_attention(model)
     from .planning import heads_of
     heads = heads_of(getattr(model, "config", None))
-    styles = module_styles(model, plan)
+    stored_whole = []
+    styles = module_styles(model, plan, stored_whole)
+    if stored_whole:
+        import warnings
+        warnings.warn("tp_opt.parallelize: stored whole on every device, "
+                      "as no one placement expresses the plan's pieces: "
+                      + "; ".join(stored_whole), stacklevel=2)
     modules = dict(model.named_modules())
     # Activations: Replicate on every axis but the batch axis, where each
     # keeps its split (the rules below are per tensor-parallel axis).
@@ -448,6 +461,7 @@ def parallelize(model, plan, device_mesh):
             return _whole_outputs(forward(*args, **kwargs))
     model.forward = run
     model._tp_opt_plan = plan
+    model._tp_opt_whole = stored_whole
     return model
 
 

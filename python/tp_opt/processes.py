@@ -162,7 +162,8 @@ def _check_rank(model, plan, args, kwargs, backward):
     with torch.set_grad_enabled(backward), CommDebugMode() as comm:
         out = model(*args, **kwargs)
     counts = count_collectives(comm)
-    result = {"output": _tensor(out).detach(), "forward": counts}
+    result = {"output": _tensor(out).detach(), "forward": counts,
+              "whole": list(model._tp_opt_whole)}
     if backward:
         model.zero_grad()
         with CommDebugMode() as comm:
@@ -179,10 +180,11 @@ class Check:
     forward), difference (lines, empty when equal); with backward:
     grad_error (the largest over the parameters, each relative to its
     unsharded gradient's largest magnitude), grad_worst (that parameter),
-    backward_collectives."""
+    backward_collectives; whole: the fused parameters stored whole (their
+    pieces laid out differently by the plan, see parallelize)."""
 
     def __init__(self, plan, error, limit, torch_counts, grad_error=None,
-                 grad_worst=None, backward_counts=None):
+                 grad_worst=None, backward_counts=None, whole=()):
         from .parallel import compare
         self.mesh = dict(plan.mesh)
         self.error, self.limit = error, limit
@@ -191,6 +193,7 @@ class Check:
         self.difference = compare(self.plan_collectives, torch_counts)
         self.grad_error, self.grad_worst = grad_error, grad_worst
         self.backward_collectives = backward_counts
+        self.whole = list(whole)
         self.ok = error <= limit and (grad_error is None or
                                       grad_error <= limit)
 
@@ -212,6 +215,9 @@ class Check:
                      format_counts(self.torch_collectives),
                      "equal" if not self.difference else
                      "differ: " + "; ".join(self.difference))]
+        if self.whole:
+            lines.append("  stored whole on every device: " +
+                         "; ".join(self.whole))
         if self.grad_error is not None:
             lines.append("  gradients %s the unsharded model's to %.1e "
                          "(worst: %s); backward collectives: %s" % (
@@ -264,7 +270,8 @@ def check(model, plan, args=(), kwargs=None, limit=1e-5, backward=False):
                 if e > grad_error:
                     grad_error, grad_worst = e, n
     return Check(plan, error, limit, results[0]["forward"], grad_error,
-                 grad_worst, results[0].get("backward"))
+                 grad_worst, results[0].get("backward"),
+                 results[0]["whole"])
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ runs the forward under CommDebugMode. Printed per fixture and N:
   NAME tp=N: logits match the unsharded model to E (limit 1e-05), the
   PyTorch reference to E; collectives: plan K1 KIND1, ...; PyTorch ...
   [equal | differ: KIND: plan A, PyTorch B]
+  NAME tp=N: stored whole: PARAM (pieces LAYOUTS); ...   (when some fused
+  weight's pieces are laid out differently: see tp_opt.parallelize)
 
 Exit 1 when some logits differ by more than the limit (relative to the
 largest logit). Without torch or transformers: prints
@@ -111,12 +113,13 @@ def worker(rank, n, init, names, plans, out_dir):
         try:
             tp_opt.parallelize(model, plans[name], mesh)
         except ParallelizeError as e:      # refused: the message is checked
-            lines.append((name, None, None, str(e)))
+            lines.append((name, None, None, str(e), []))
             continue
         with torch.no_grad(), CommDebugMode() as comm:
             logits = model(ids).logits
         counts = count_collectives(comm)
-        lines.append((name, rel(logits, unsharded), rel(logits, ref), counts))
+        lines.append((name, rel(logits, unsharded), rel(logits, ref), counts,
+                      model._tp_opt_whole))
     if rank == 0:
         import json
         with open(os.path.join(out_dir, "result.json"), "w") as f:
@@ -152,7 +155,7 @@ def main():
             mp.spawn(worker, args=(n, init, names, plans, tmp), nprocs=n)
             with open(os.path.join(tmp, "result.json")) as f:
                 results = json.load(f)
-        for name, err, err_ref, counts in results:
+        for name, err, err_ref, counts, whole in results:
             if err is None:
                 print("%s tp=%d: not executed: %s" % (name, n, counts))
                 continue
@@ -167,6 +170,9 @@ def main():
                       name, n, "match" if ok else "DIFFER FROM", err, LIMIT,
                       err_ref, format_counts(planned), format_counts(counts),
                       "equal" if not diff else "differ: " + "; ".join(diff)))
+            if whole:
+                print("%s tp=%d: stored whole: %s" % (name, n,
+                                                      "; ".join(whole)))
             sys.stdout.flush()
     return status
 
