@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tp/Dialect/TP/IR/InputChecks.h"
 #include "tp/Dialect/TP/IR/TPOps.h"
 #include "tp/Dialect/TP/Transforms/Passes.h"
 #include "tp/InitTP.h"
@@ -55,44 +56,6 @@ static MLIRContext &getContext() {
   return *context;
 }
 
-/// Inputs that crash MLIR 22's own parser, not tp-opt: linalg.broadcast,
-/// linalg.transpose and linalg.reduce dereference a null attribute when the
-/// integer list after `dimensions =` / `permutation =` fails to parse
-/// (mlir-opt-22 segfaults on the same text; see docs/fuzzing.md). Such
-/// inputs are skipped so that the campaign keeps looking for crashes in
-/// our code.
-static bool hitsKnownUpstreamParserCrash(llvm::StringRef text) {
-  for (llvm::StringRef key : {"dimensions", "permutation"}) {
-    size_t pos = 0;
-    while ((pos = text.find(key, pos)) != llvm::StringRef::npos) {
-      llvm::StringRef rest = text.drop_front(pos + key.size()).ltrim();
-      pos += key.size();
-      if (!rest.consume_front("="))
-        continue;
-      rest = rest.ltrim();
-      if (!rest.consume_front("["))
-        return true; // e.g. `dimensions = 3`
-      // A well-formed list: integers separated by commas, then ']'.
-      rest = rest.ltrim();
-      if (rest.consume_front("]"))
-        continue;
-      while (true) {
-        rest.consume_front("-");
-        size_t digits = rest.find_first_not_of("0123456789");
-        if (digits == 0 || digits == llvm::StringRef::npos)
-          return true;
-        rest = rest.drop_front(digits).ltrim();
-        if (rest.consume_front("]"))
-          break;
-        if (!rest.consume_front(","))
-          return true;
-        rest = rest.ltrim();
-      }
-    }
-  }
-  return false;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 4)
     return 0;
@@ -114,7 +77,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.allowPadding = data[3] % 2 == 0;
   options.paramShare = 1.0 + (data[3] >> 1) % 4 * 0.05;
   std::string text(reinterpret_cast<const char *>(data + 4), size - 4);
-  if (hitsKnownUpstreamParserCrash(text))
+  // MLIR 22's own parser crash (docs/fuzzing.md): tp-opt and tp-run refuse
+  // such text before parsing; the campaign looks for our crashes.
+  if (tp::findUpstreamParserCrash(text))
     return 0;
 
   OwningOpRef<ModuleOp> module =

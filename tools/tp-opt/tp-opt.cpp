@@ -1,10 +1,13 @@
 //===- tp-opt.cpp - the tp-opt driver ---------------------------*- C++ -*-===//
 //
 // An mlir-opt-style driver: every upstream dialect, extension and pass, plus
-// the tp dialect and the tp- passes.
+// the tp dialect and the tp- passes. Before MLIR parses an input file, its
+// text is checked for the integer lists MLIR 22's parsers crash on
+// (tp::findUpstreamParserCrash): those are an error at their place.
 //
 //===----------------------------------------------------------------------===//
 
+#include "tp/Dialect/TP/IR/InputChecks.h"
 #include "tp/InitTP.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -12,6 +15,8 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
@@ -22,6 +27,25 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::tp::registerTPDialects(registry);
 
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "tp-opt: tensor-parallel compiler driver\n", registry));
+  auto [input, output] = mlir::registerAndParseCLIOptions(
+      argc, argv, "tp-opt: tensor-parallel compiler driver\n", registry);
+  // A file is read here too (stdin cannot be read twice and is not checked).
+  if (input != "-") {
+    if (auto buffer = llvm::MemoryBuffer::getFile(input, /*IsText=*/true)) {
+      if (std::optional<size_t> at =
+              mlir::tp::findUpstreamParserCrash((*buffer)->getBuffer())) {
+        llvm::SourceMgr sourceMgr;
+        const char *start = (*buffer)->getBufferStart();
+        sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+        sourceMgr.PrintMessage(
+            llvm::SMLoc::getFromPointer(start + *at),
+            llvm::SourceMgr::DK_Error,
+            "malformed integer list (a list of 64-bit integers expected): "
+            "MLIR 22's parser cannot read it");
+        return 1;
+      }
+    }
+  }
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, input, output, registry));
 }

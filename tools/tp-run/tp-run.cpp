@@ -57,6 +57,7 @@
 
 #include "tp/Conversion/Passes.h"
 #include "tp/Conversion/RuntimeSymbols.h"
+#include "tp/Dialect/TP/IR/InputChecks.h"
 #include "tp/Dialect/TP/IR/TPOps.h"
 #include "tp/Dialect/TP/Transforms/Passes.h"
 #include "tp/InitTP.h"
@@ -982,6 +983,18 @@ int main(int argc, char **argv) {
   if (!buffer)
     die("cannot read '" + inputFile + "': " + buffer.getError().message());
   source = (*buffer)->getBuffer().str();
+  // Text MLIR 22's parser would crash on (InputChecks.h): an error at its
+  // place, before any parse.
+  if (std::optional<size_t> at = tp::findUpstreamParserCrash(source)) {
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBuffer(source, inputFile), SMLoc());
+    sourceMgr.PrintMessage(
+        SMLoc::getFromPointer(source.data() + *at), llvm::SourceMgr::DK_Error,
+        "malformed integer list (a list of 64-bit integers expected): MLIR "
+        "22's parser cannot read it");
+    die("cannot parse the model");
+  }
   // tp-gen writes its full command on the first line: the vocabulary is the
   // range of token ids.
   // And batch x seq are the tokens of a step.

@@ -11,6 +11,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include <cctype>
+
 using namespace mlir;
 using namespace mlir::tp;
 
@@ -92,4 +94,52 @@ LogicalResult mlir::tp::checkResourceBlobs(Operation *root, StringRef pass) {
                                   : WalkResult::advance();
   });
   return failure(walk.wasInterrupted());
+}
+
+std::optional<size_t> mlir::tp::findUpstreamParserCrash(StringRef text) {
+  for (StringRef key : {"dimensions", "permutation"}) {
+    size_t pos = 0;
+    while ((pos = text.find(key, pos)) != StringRef::npos) {
+      size_t at = pos;
+      pos += key.size();
+      // The keyword itself, outside a comment (a note that mentions
+      // "dimensions = 3" in words is not an op's list).
+      if (at > 0 && (isalnum(text[at - 1]) || text[at - 1] == '_' ||
+                     text[at - 1] == '.'))
+        continue;
+      size_t lineStart = text.rfind('\n', at);
+      lineStart = lineStart == StringRef::npos ? 0 : lineStart + 1;
+      if (text.slice(lineStart, at).contains("//") ||
+          text.slice(lineStart, at).count('"') % 2)
+        continue;
+      StringRef rest = text.drop_front(pos).ltrim();
+      if (!rest.consume_front("="))
+        continue;
+      rest = rest.ltrim();
+      if (!rest.consume_front("["))
+        return at; // e.g. `dimensions = 3`
+      rest = rest.ltrim();
+      if (rest.consume_front("]"))
+        continue;
+      // Integers separated by commas, then ']', each within 64 bits.
+      while (true) {
+        bool negative = rest.consume_front("-");
+        size_t digits = rest.find_first_not_of("0123456789");
+        if (digits == 0 || digits == StringRef::npos)
+          return at;
+        int64_t value;
+        std::string number =
+            (negative ? "-" : "") + rest.take_front(digits).str();
+        if (StringRef(number).getAsInteger(10, value))
+          return at; // beyond 64 bits
+        rest = rest.drop_front(digits).ltrim();
+        if (rest.consume_front("]"))
+          break;
+        if (!rest.consume_front(","))
+          return at;
+        rest = rest.ltrim();
+      }
+    }
+  }
+  return std::nullopt;
 }

@@ -1,13 +1,18 @@
 //===- InputChecks.h - what tp-opt's passes accept as input -----*- C++ -*-===//
 //
-// Two checks of the stage contracts (docs/RationaleTP.md) that passes run on
-// their input before they trust it:
+// Checks of the stage contracts (docs/RationaleTP.md) that passes run on
+// their input before they trust it, and one that the tools run on the text
+// before MLIR parses it:
 //  - a *global* program (what tp-propagate and tp-partition take) has no
 //    per-device code: no tp collectives, no tp.axis_index and no function
 //    boundary with tp.global_shape (the marks of a partitioned program);
 //  - every dense_resource blob holds exactly the bytes its type needs (MLIR
 //    accepts any blob, and the lowering would read past a short one or
-//    shift a long one).
+//    shift a long one);
+//  - no integer list after `dimensions =` / `permutation =` is one that
+//    MLIR 22's parsers of linalg.broadcast, linalg.transpose and
+//    linalg.reduce crash on (they store a null attribute when the list is
+//    malformed or holds an integer beyond 64 bits: docs/fuzzing.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +21,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/LLVM.h"
+
+#include <optional>
 
 namespace mlir::tp {
 
@@ -26,6 +33,12 @@ LogicalResult checkGlobalProgram(func::FuncOp func, StringRef pass);
 /// Fails with an error at the op that holds a dense_resource attribute
 /// whose blob is missing or does not hold exactly the bytes of its type.
 LogicalResult checkResourceBlobs(Operation *root, StringRef pass);
+
+/// The offset in `text` of the first `dimensions =` / `permutation =` whose
+/// integer list upstream's parsers crash on (not a list, a malformed list,
+/// or an integer that does not fit 64 bits), if any. tp-opt and tp-run
+/// report it as an error at that place instead of parsing.
+std::optional<size_t> findUpstreamParserCrash(StringRef text);
 
 } // namespace mlir::tp
 
