@@ -2,7 +2,7 @@
 //
 // An mlir-opt-style driver: every upstream dialect, extension and pass, plus
 // the tp dialect and the tp- passes. Before MLIR parses an input file, its
-// text is checked for the integer lists MLIR 22's parsers crash on
+// text is checked for what MLIR 22's parser and verifiers crash on
 // (tp::findUpstreamParserCrash): those are an error at their place.
 //
 //===----------------------------------------------------------------------===//
@@ -32,16 +32,14 @@ int main(int argc, char **argv) {
   // A file is read here too (stdin cannot be read twice and is not checked).
   if (input != "-") {
     if (auto buffer = llvm::MemoryBuffer::getFile(input, /*IsText=*/true)) {
-      if (std::optional<size_t> at =
+      if (std::optional<mlir::tp::UpstreamCrash> crash =
               mlir::tp::findUpstreamParserCrash((*buffer)->getBuffer())) {
         llvm::SourceMgr sourceMgr;
         const char *start = (*buffer)->getBufferStart();
         sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
         sourceMgr.PrintMessage(
-            llvm::SMLoc::getFromPointer(start + *at),
-            llvm::SourceMgr::DK_Error,
-            "malformed integer list (a list of 64-bit integers expected): "
-            "MLIR 22's parser cannot read it");
+            llvm::SMLoc::getFromPointer(start + crash->offset),
+            llvm::SourceMgr::DK_Error, crash->message);
         return 1;
       }
     }

@@ -985,14 +985,14 @@ int main(int argc, char **argv) {
   source = (*buffer)->getBuffer().str();
   // Text MLIR 22's parser would crash on (InputChecks.h): an error at its
   // place, before any parse.
-  if (std::optional<size_t> at = tp::findUpstreamParserCrash(source)) {
+  if (std::optional<tp::UpstreamCrash> crash =
+          tp::findUpstreamParserCrash(source)) {
     llvm::SourceMgr sourceMgr;
     sourceMgr.AddNewSourceBuffer(
         llvm::MemoryBuffer::getMemBuffer(source, inputFile), SMLoc());
     sourceMgr.PrintMessage(
-        SMLoc::getFromPointer(source.data() + *at), llvm::SourceMgr::DK_Error,
-        "malformed integer list (a list of 64-bit integers expected): MLIR "
-        "22's parser cannot read it");
+        SMLoc::getFromPointer(source.data() + crash->offset),
+        llvm::SourceMgr::DK_Error, crash->message);
     die("cannot parse the model");
   }
   // tp-gen writes its full command on the first line: the vocabulary is the

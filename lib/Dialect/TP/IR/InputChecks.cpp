@@ -96,7 +96,29 @@ LogicalResult mlir::tp::checkResourceBlobs(Operation *root, StringRef pass) {
   return failure(walk.wasInterrupted());
 }
 
-std::optional<size_t> mlir::tp::findUpstreamParserCrash(StringRef text) {
+std::optional<tp::UpstreamCrash>
+mlir::tp::findUpstreamParserCrash(StringRef text) {
+  static constexpr StringLiteral list =
+      "malformed integer list (a list of 64-bit integers expected): MLIR "
+      "22's parser cannot read it";
+  // An empty reassociation group (`[[0, 1], []]`) on a line of
+  // tensor.expand_shape / collapse_shape: MLIR 22's verifier reads past it.
+  // (An empty reassociation, `[]` alone, collapses to 0-d and is fine.)
+  for (size_t pos = 0; (pos = text.find('[', pos)) != StringRef::npos;
+       ++pos) {
+    if (!text.drop_front(pos + 1).ltrim().starts_with("]"))
+      continue;
+    StringRef before = text.take_front(pos).rtrim();
+    if (!before.ends_with(",") && !before.ends_with("["))
+      continue;
+    size_t lineStart = text.rfind('\n', pos);
+    lineStart = lineStart == StringRef::npos ? 0 : lineStart + 1;
+    StringRef line = text.slice(lineStart, text.find('\n', pos));
+    if ((line.contains("expand_shape") || line.contains("collapse_shape")) &&
+        !text.slice(lineStart, pos).contains("//"))
+      return UpstreamCrash{pos, "empty reassociation group: MLIR 22's "
+                                "verifier cannot check it"};
+  }
   for (StringRef key : {"dimensions", "permutation"}) {
     size_t pos = 0;
     while ((pos = text.find(key, pos)) != StringRef::npos) {
@@ -117,7 +139,7 @@ std::optional<size_t> mlir::tp::findUpstreamParserCrash(StringRef text) {
         continue;
       rest = rest.ltrim();
       if (!rest.consume_front("["))
-        return at; // e.g. `dimensions = 3`
+        return UpstreamCrash{at, list}; // e.g. `dimensions = 3`
       rest = rest.ltrim();
       if (rest.consume_front("]"))
         continue;
@@ -126,17 +148,17 @@ std::optional<size_t> mlir::tp::findUpstreamParserCrash(StringRef text) {
         bool negative = rest.consume_front("-");
         size_t digits = rest.find_first_not_of("0123456789");
         if (digits == 0 || digits == StringRef::npos)
-          return at;
+          return UpstreamCrash{at, list};
         int64_t value;
         std::string number =
             (negative ? "-" : "") + rest.take_front(digits).str();
         if (StringRef(number).getAsInteger(10, value))
-          return at; // beyond 64 bits
+          return UpstreamCrash{at, list}; // beyond 64 bits
         rest = rest.drop_front(digits).ltrim();
         if (rest.consume_front("]"))
           break;
         if (!rest.consume_front(","))
-          return at;
+          return UpstreamCrash{at, list};
         rest = rest.ltrim();
       }
     }

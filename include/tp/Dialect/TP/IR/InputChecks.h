@@ -9,10 +9,12 @@
 //  - every dense_resource blob holds exactly the bytes its type needs (MLIR
 //    accepts any blob, and the lowering would read past a short one or
 //    shift a long one);
-//  - no integer list after `dimensions =` / `permutation =` is one that
-//    MLIR 22's parsers of linalg.broadcast, linalg.transpose and
-//    linalg.reduce crash on (they store a null attribute when the list is
-//    malformed or holds an integer beyond 64 bits: docs/fuzzing.md).
+//  - the text holds nothing MLIR 22 itself crashes on (docs/fuzzing.md):
+//    an integer list after `dimensions =` / `permutation =` that is
+//    malformed or holds an integer beyond 64 bits (the linalg.broadcast,
+//    transpose and reduce parsers store a null attribute), or an empty
+//    reassociation group of tensor.expand_shape / collapse_shape (the
+//    verifier reads past it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,11 +36,15 @@ LogicalResult checkGlobalProgram(func::FuncOp func, StringRef pass);
 /// whose blob is missing or does not hold exactly the bytes of its type.
 LogicalResult checkResourceBlobs(Operation *root, StringRef pass);
 
-/// The offset in `text` of the first `dimensions =` / `permutation =` whose
-/// integer list upstream's parsers crash on (not a list, a malformed list,
-/// or an integer that does not fit 64 bits), if any. tp-opt and tp-run
-/// report it as an error at that place instead of parsing.
-std::optional<size_t> findUpstreamParserCrash(StringRef text);
+/// The offset in `text` of the first thing MLIR 22 crashes on (above): a
+/// `dimensions =` / `permutation =` whose integer list is not a list of
+/// 64-bit integers, or an empty reassociation group, if any. tp-opt and
+/// tp-run report it as an error at that place instead of parsing.
+struct UpstreamCrash {
+  size_t offset;
+  StringRef message;
+};
+std::optional<UpstreamCrash> findUpstreamParserCrash(StringRef text);
 
 } // namespace mlir::tp
 
