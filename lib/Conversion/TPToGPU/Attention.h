@@ -106,9 +106,21 @@ Value f32Constant(OpBuilder &b, Location loc, double v);
 /// `v` extended or truncated to the float type `to`.
 Value castFloat(OpBuilder &b, Location loc, Value v, Type to);
 
+/// The GPU kernels' grid: blockIdx.y is a head (of headsAndQueries'),
+/// blockIdx.x a block of `queriesPerBlock` of its queries, and warp `warp`
+/// of the block takes `queriesPerWarp` consecutive ones. The head and the
+/// warp's first query (blockIdx.x * queriesPerBlock + warp *
+/// queriesPerWarp).
+struct WarpQueries {
+  Value head, first;
+};
+WarpQueries warpQueries(OpBuilder &b, Location loc, Value warp,
+                        int64_t queriesPerBlock, int64_t queriesPerWarp);
+
 /// What every generator shares: reading the sources through their
 /// accesses, the cloned score chain, the key range and the online softmax
-/// update. `dims` are o_0..o_{n-1}, j, d (null where not defined).
+/// update; for the GPU kernels, a warp's query rows and the slots of the
+/// K and V tiles they stage. `dims` are o_0..o_{n-1}, j, d (null where not defined).
 class Emitter {
 public:
   Emitter(const Match &m, ArrayRef<Value> sources, ArrayRef<Value> buffers,
@@ -136,6 +148,29 @@ public:
   /// Row `row` of O to its indices (the value column, j and d left null):
   /// outer dimensions vary slowest, so that neighbouring rows share keys.
   SmallVector<Value> rowDims(OpBuilder &b, Location loc, Value row);
+  /// Query `query` of head `head` (the GPU kernels' grid: blockIdx.y over
+  /// headsAndQueries' heads, query blocks along x): whether it exists
+  /// (query <= lastQuery, the index constant queries - 1) and the rowDims
+  /// of its row of O. A query past the end takes the last query's row: the
+  /// kernel computes it and does not store it, so that every warp of the
+  /// block reaches every barrier.
+  struct QueryRow {
+    Value valid;
+    SmallVector<Value> dims;
+  };
+  QueryRow queryRow(OpBuilder &b, Location loc, Value head, Value query,
+                    Value lastQuery);
+  /// Slot `flat` of a K or V tile staging keys [j0, j0 + tile) in
+  /// workgroup memory, `perRow` slots to a key and `width` elements to a
+  /// slot: the tile row r = flat / perRow, the column c = (flat % perRow) *
+  /// width, and `dims` with the key j0 + r, clamped to the last key (a tile
+  /// past the end reads it again; the kernels mask those keys).
+  struct TileSlot {
+    Value row, col;
+    SmallVector<Value> at;
+  };
+  TileSlot tileSlot(OpBuilder &b, Location loc, ArrayRef<Value> dims,
+                    Value flat, Value j0, int64_t perRow, int64_t width);
   /// The online update of (max, sum) with score `s`: returns (max', sum',
   /// rescale, p).
   std::array<Value, 4> online(OpBuilder &b, Location loc, Value mx, Value l,

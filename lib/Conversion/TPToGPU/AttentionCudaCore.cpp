@@ -2,8 +2,10 @@
 //
 // The generators every element type and head dimension can take, and what
 // all generators share (Emitter: accesses, the cloned score chain, the key
-// range, the online softmax update). For each row of O (every index but
-// the value column e), in f32 whatever the element types:
+// range, the online softmax update, the GPU kernels' query rows and tile
+// slots; the thread-level pieces come from KernelBuilder.h). For each row
+// of O (every index but the value column e), in f32 whatever the element
+// types:
 //
 //   m = -inf, l = 0, acc[e] = 0
 //   for j in [lo(row), hi(row)):              the key range (causal bound)
@@ -30,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
+#include "KernelBuilder.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -43,6 +46,11 @@
 
 using namespace mlir;
 using namespace mlir::tp::attention;
+using mlir::tp::gpukernels::emitIf;
+using mlir::tp::gpukernels::kWarpButterfly;
+using mlir::tp::gpukernels::uniformAllReduceIndex;
+using mlir::tp::gpukernels::workgroupType;
+using mlir::tp::gpukernels::xorShuffleReduce;
 
 Value mlir::tp::attention::indexConstant(OpBuilder &b, Location loc,
                                          int64_t v) {
@@ -221,6 +229,55 @@ SmallVector<Value> Emitter::rowDims(OpBuilder &b, Location loc, Value row) {
   return dims;
 }
 
+WarpQueries mlir::tp::attention::warpQueries(OpBuilder &b, Location loc,
+                                             Value warp,
+                                             int64_t queriesPerBlock,
+                                             int64_t queriesPerWarp) {
+  WarpQueries q;
+  q.head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value blockFirst =
+      arith::MulIOp::create(b, loc,
+                            gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+                            indexConstant(b, loc, queriesPerBlock));
+  Value warpOffset =
+      queriesPerWarp == 1
+          ? warp
+          : arith::MulIOp::create(b, loc, warp,
+                                  indexConstant(b, loc, queriesPerWarp))
+                .getResult();
+  q.first = arith::AddIOp::create(b, loc, blockFirst, warpOffset);
+  return q;
+}
+
+Emitter::QueryRow Emitter::queryRow(OpBuilder &b, Location loc, Value head,
+                                    Value query, Value lastQuery) {
+  int64_t queries = headsAndQueries(m).second;
+  Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, query,
+                                      lastQuery);
+  Value row = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, head, indexConstant(b, loc, queries)),
+      arith::MinUIOp::create(b, loc, query, lastQuery));
+  return {valid, rowDims(b, loc, row)};
+}
+
+Emitter::TileSlot Emitter::tileSlot(OpBuilder &b, Location loc,
+                                    ArrayRef<Value> dims, Value flat, Value j0,
+                                    int64_t perRow, int64_t width) {
+  TileSlot slot;
+  Value slots = indexConstant(b, loc, perRow);
+  slot.row = arith::DivUIOp::create(b, loc, flat, slots);
+  slot.col = arith::RemUIOp::create(b, loc, flat, slots);
+  if (width != 1)
+    slot.col = arith::MulIOp::create(b, loc, slot.col,
+                                     indexConstant(b, loc, width));
+  Value key = arith::MinUIOp::create(b, loc,
+                                     arith::AddIOp::create(b, loc, j0, slot.row),
+                                     indexConstant(b, loc, m.keys - 1));
+  slot.at.assign(dims.begin(), dims.end());
+  slot.at[m.numO] = key;
+  return slot;
+}
+
 std::array<Value, 4> Emitter::online(OpBuilder &b, Location loc, Value mx,
                                      Value l, Value s) {
   Value next = arith::MaximumFOp::create(b, loc, mx, s);
@@ -323,7 +380,6 @@ void mlir::tp::attention::emitWarpPerRow(Emitter &em, KernelFrame &k,
                                          OpBuilder &b, Location loc) {
   const Match &m = em.match();
   Type f = b.getF32Type();
-  MLIRContext *context = b.getContext();
   int64_t dv = valueDim(m), dk = m.headDim;
   // Keys per tile: one per lane; 16 past head dimension 128, so that the
   // f32 tiles stay within 48 KiB of workgroup memory.
@@ -340,41 +396,27 @@ void mlir::tp::attention::emitWarpPerRow(Emitter &em, KernelFrame &k,
   Value vTile = k.workgroup(b, loc, f, {tile, dv + 1});
   Value qRows = k.workgroup(b, loc, f, {kRowsPerBlock, dk});
 
+  // The lane before the warp (warpCoordinates makes the warp first): kept
+  // so that this kernel's code, and its PTX, stay as they were.
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value c32 = indexConstant(b, loc, 32);
   Value lane = arith::RemUIOp::create(b, loc, tid, c32);
   Value warp = arith::DivUIOp::create(b, loc, tid, c32);
-  Value head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  Value query = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc,
-                            gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
-                            indexConstant(b, loc, kRowsPerBlock)),
-      warp);
-  Value lastQuery = indexConstant(b, loc, queries - 1);
-  Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, query,
-                                      lastQuery);
-  // Rows past the end compute the last row's values and store nothing: the
-  // block stays uniform (every warp reaches every barrier).
-  Value row = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, head, indexConstant(b, loc, queries)),
-      arith::MinUIOp::create(b, loc, query, lastQuery));
-  SmallVector<Value> dims = em.rowDims(b, loc, row);
+  WarpQueries rows = warpQueries(b, loc, warp, kRowsPerBlock, 1);
+  // Rows past the end compute the last row's values and store nothing.
+  Emitter::QueryRow self = em.queryRow(b, loc, rows.head, rows.first,
+                                       indexConstant(b, loc, queries - 1));
+  Value valid = self.valid;
+  SmallVector<Value> &dims = self.dims;
 
   // The block's key range: the union of its rows' (they are neighbouring
   // queries of one head). Every thread computes its warp's, and the block
   // takes the extremes.
   auto [lo, hi] = em.keyBounds(b, loc, dims);
-  auto extreme = [&](Value v, gpu::AllReduceOperation kind) -> Value {
-    Value i32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
-    Value r = gpu::AllReduceOp::create(
-                  b, loc, i32, gpu::AllReduceOperationAttr::get(context, kind),
-                  b.getUnitAttr())
-                  .getResult();
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), r);
-  };
-  Value blockLo = extreme(lo, gpu::AllReduceOperation::MINSI);
-  Value blockHi = extreme(hi, gpu::AllReduceOperation::MAXSI);
+  Value blockLo =
+      uniformAllReduceIndex(b, loc, lo, gpu::AllReduceOperation::MINSI);
+  Value blockHi =
+      uniformAllReduceIndex(b, loc, hi, gpu::AllReduceOperation::MAXSI);
   Value cTile = indexConstant(b, loc, tile);
   Value firstTile = arith::DivUIOp::create(b, loc, blockLo, cTile);
   Value endTile = arith::CeilDivUIOp::create(b, loc, blockHi, cTile);
@@ -412,17 +454,11 @@ void mlir::tp::attention::emitWarpPerRow(Emitter &em, KernelFrame &k,
                                      threads);
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value cw = indexConstant(b, loc, width);
-      Value r = arith::DivUIOp::create(b, loc, loop.getInductionVar(), cw);
-      Value c = arith::RemUIOp::create(b, loc, loop.getInductionVar(), cw);
-      Value key = arith::MinUIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, j0, r),
-          indexConstant(b, loc, m.keys - 1));
-      SmallVector<Value> at(dims);
-      at[m.numO] = key;
-      at[column] = c;
-      Value x = castFloat(b, loc, em.load(b, loc, a, at), f);
-      memref::StoreOp::create(b, loc, x, into, ValueRange{r, c});
+      Emitter::TileSlot slot =
+          em.tileSlot(b, loc, dims, loop.getInductionVar(), j0, width, 1);
+      slot.at[column] = slot.col;
+      Value x = castFloat(b, loc, em.load(b, loc, a, slot.at), f);
+      memref::StoreOp::create(b, loc, x, into, ValueRange{slot.row, slot.col});
     };
     stage(m.k, kTile, dk, m.numO + 1);
     stage(m.v, vTile, dv, m.eDim);
@@ -457,13 +493,7 @@ void mlir::tp::attention::emitWarpPerRow(Emitter &em, KernelFrame &k,
                               indexConstant(b, loc, m.keys)));
     s = arith::SelectOp::create(b, loc, live, s, ninf);
     // The tile's max (a butterfly), the rescale, this lane's p and sum.
-    Value tileMax = s;
-    for (int32_t offset = 16; offset >= 1; offset /= 2) {
-      auto shfl = gpu::ShuffleOp::create(b, loc, tileMax, offset, 32,
-                                         gpu::ShuffleMode::XOR);
-      tileMax = arith::MaximumFOp::create(b, loc, tileMax,
-                                          shfl.getShuffleResult());
-    }
+    Value tileMax = xorShuffleReduce(b, loc, s, kWarpButterfly, /*max=*/true);
     Value next = arith::MaximumFOp::create(b, loc, st[0], tileMax);
     Value isInf =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, next, ninf);
@@ -508,15 +538,10 @@ void mlir::tp::attention::emitWarpPerRow(Emitter &em, KernelFrame &k,
   }
 
   // The row's sum over the lanes, then O = acc / l (valid rows and columns).
-  Value l = tiles.getResult(1);
-  for (int32_t offset = 16; offset >= 1; offset /= 2) {
-    auto shfl = gpu::ShuffleOp::create(b, loc, l, offset, 32,
-                                       gpu::ShuffleMode::XOR);
-    l = arith::AddFOp::create(b, loc, l, shfl.getShuffleResult());
-  }
+  Value l = xorShuffleReduce(b, loc, tiles.getResult(1), kWarpButterfly,
+                             /*max=*/false);
   Type outElement = cast<MemRefType>(em.output().getType()).getElementType();
   for (int64_t t = 0; t < te; ++t) {
-    OpBuilder::InsertionGuard g(b);
     Value e = arith::AddIOp::create(b, loc, lane, indexConstant(b, loc, 32 * t));
     Value store = valid;
     if (32 * (t + 1) > dv)
@@ -524,21 +549,19 @@ void mlir::tp::attention::emitWarpPerRow(Emitter &em, KernelFrame &k,
           b, loc, store,
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, e,
                                 indexConstant(b, loc, dv)));
-    auto ifStore = scf::IfOp::create(b, loc, store, false);
-    b.setInsertionPointToStart(&ifStore.getThenRegion().front());
-    Value o = arith::DivFOp::create(b, loc, tiles.getResult(2 + t), l);
-    SmallVector<Value> idx(dims.begin(), dims.begin() + m.numO);
-    idx[m.eDim] = e;
-    memref::StoreOp::create(b, loc, castFloat(b, loc, o, outElement),
-                            em.output(), idx);
+    emitIf(b, loc, store, [&] {
+      Value o = arith::DivFOp::create(b, loc, tiles.getResult(2 + t), l);
+      SmallVector<Value> idx(dims.begin(), dims.begin() + m.numO);
+      idx[m.eDim] = e;
+      memref::StoreOp::create(b, loc, castFloat(b, loc, o, outElement),
+                              em.output(), idx);
+    });
   }
   gpu::ReturnOp::create(b, loc);
 }
 
 Value KernelFrame::workgroup(OpBuilder &b, Location loc, Type element,
                              ArrayRef<int64_t> shape) {
-  auto type = MemRefType::get(
-      shape, element, MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
-  return fn.addWorkgroupAttribution(type, loc);
+  return fn.addWorkgroupAttribution(
+      workgroupType(b.getContext(), shape, element), loc);
 }

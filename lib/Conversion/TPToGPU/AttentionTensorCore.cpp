@@ -32,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
+#include "KernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -48,6 +49,7 @@
 
 using namespace mlir;
 using namespace mlir::tp::attention;
+namespace gpukernels = mlir::tp::gpukernels;
 
 namespace {
 
@@ -164,14 +166,7 @@ private:
   }
   /// A shuffle-xor reduction over the 4 lanes of a quad.
   Value quad(Value v, bool isMax) {
-    for (int32_t offset : {1, 2}) {
-      Value other = gpu::ShuffleOp::create(b, loc, v, offset, 32,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      v = isMax ? arith::MaximumFOp::create(b, loc, v, other).getResult()
-                : arith::AddFOp::create(b, loc, v, other).getResult();
-    }
-    return v;
+    return gpukernels::xorShuffleReduce(b, loc, v, {1, 2}, isMax);
   }
   /// Copies rows [j0, j0 + kTileKeys) of `a` (keys clamped to the last)
   /// and `width` columns along `column` into `tile`.
@@ -200,24 +195,16 @@ void FlashKernel::stage(const Access &a, Value tile, int64_t width,
   auto loop = scf::ForOp::create(b, loc, tid, index(chunks), index(threads));
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(loop.getBody());
-  Value perRow = index(width / kVector);
-  Value r = arith::DivUIOp::create(b, loc, loop.getInductionVar(), perRow);
-  Value c = arith::MulIOp::create(
-      b, loc, arith::RemUIOp::create(b, loc, loop.getInductionVar(), perRow),
-      index(kVector));
-  Value key = arith::MinUIOp::create(b, loc, arith::AddIOp::create(b, loc, j0, r),
-                                     index(m.keys - 1));
-  SmallVector<Value> at(dims);
-  at[m.numO] = key;
+  Emitter::TileSlot slot = em.tileSlot(b, loc, dims, loop.getInductionVar(),
+                                       j0, width / kVector, kVector);
+  Value r = slot.row, c = slot.col;
+  SmallVector<Value> &at = slot.at;
   if (vector) {
     at[column] = c;
     auto type = VectorType::get({kVector}, element);
-    Value v = vector::LoadOp::create(b, loc, type, em.buffer(a),
-                                     em.indices(b, loc, a, at),
-                                     /*nontemporal=*/false,
-                                     llvm::MaybeAlign(16));
-    vector::StoreOp::create(b, loc, v, tile, ValueRange{r, c},
-                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+    Value v = gpukernels::loadAligned16(b, loc, type, em.buffer(a),
+                                        em.indices(b, loc, a, at));
+    gpukernels::storeAligned16(b, loc, v, tile, ValueRange{r, c});
     return;
   }
   for (int64_t i = 0; i < kVector; ++i) {
@@ -238,19 +225,14 @@ void FlashKernel::build() {
   Value kTile = k.workgroup(b, loc, element, {kTileKeys, dk + kPad});
   Value vTile = k.workgroup(b, loc, element, {kTileKeys, dv + kPad});
 
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value c32 = index(32), c4 = index(4), c8 = index(8);
-  Value warp = arith::DivUIOp::create(b, loc, tid, c32);
-  Value lane = arith::RemUIOp::create(b, loc, tid, c32);
+  gpukernels::WarpCoordinates thread = gpukernels::warpCoordinates(b, loc);
+  Value tid = thread.tid, warp = thread.warp, lane = thread.lane;
+  Value c4 = index(4), c8 = index(8);
   Value g = arith::DivUIOp::create(b, loc, lane, c4);
   Value t = arith::RemUIOp::create(b, loc, lane, c4);
-  Value head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  Value q0 = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc,
-                            gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
-                            index(kBlockRows)),
-      arith::MulIOp::create(b, loc, warp, index(kRowsPerWarp)));
+  WarpQueries queriesOfWarp =
+      warpQueries(b, loc, warp, kBlockRows, kRowsPerWarp);
+  Value head = queriesOfWarp.head, q0 = queriesOfWarp.first;
   // The thread's two rows: g and g + 8 of its warp's 16 (past the end: the
   // last row, computed and not stored).
   Value lastQuery = index(queries - 1);
@@ -259,29 +241,20 @@ void FlashKernel::build() {
   for (int64_t half = 0; half < 2; ++half) {
     Value q = arith::AddIOp::create(
         b, loc, arith::AddIOp::create(b, loc, q0, g), index(8 * half));
-    valid.push_back(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, q,
-                                          lastQuery));
-    Value row = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, head, index(queries)),
-        arith::MinUIOp::create(b, loc, q, lastQuery));
-    rows.push_back(em.rowDims(b, loc, row));
+    Emitter::QueryRow row = em.queryRow(b, loc, head, q, lastQuery);
+    valid.push_back(row.valid);
+    rows.push_back(row.dims);
   }
 
   // The block's key tiles: the union of its rows' key ranges.
-  auto extreme = [&](Value v, gpu::AllReduceOperation kind) -> Value {
-    Value i32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
-    Value r = gpu::AllReduceOp::create(
-                  b, loc, i32, gpu::AllReduceOperationAttr::get(context, kind),
-                  b.getUnitAttr())
-                  .getResult();
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), r);
-  };
   auto [loA, hiA] = em.keyBounds(b, loc, rows[0]);
   auto [loB, hiB] = em.keyBounds(b, loc, rows[1]);
-  Value blockLo = extreme(arith::MinSIOp::create(b, loc, loA, loB),
-                          gpu::AllReduceOperation::MINSI);
-  Value blockHi = extreme(arith::MaxSIOp::create(b, loc, hiA, hiB),
-                          gpu::AllReduceOperation::MAXSI);
+  Value blockLo = gpukernels::uniformAllReduceIndex(
+      b, loc, arith::MinSIOp::create(b, loc, loA, loB),
+      gpu::AllReduceOperation::MINSI);
+  Value blockHi = gpukernels::uniformAllReduceIndex(
+      b, loc, arith::MaxSIOp::create(b, loc, hiA, hiB),
+      gpu::AllReduceOperation::MAXSI);
   Value cTile = index(kTileKeys);
   Value firstTile = arith::DivUIOp::create(b, loc, blockLo, cTile);
   Value endTile = arith::CeilDivUIOp::create(b, loc, blockHi, cTile);
@@ -421,22 +394,21 @@ void FlashKernel::build() {
   SmallVector<Value, 2> l = {quad(tiles.getResult(2), false),
                              quad(tiles.getResult(3), false)};
   Type outElement = cast<MemRefType>(em.output().getType()).getElementType();
-  for (int64_t half = 0; half < 2; ++half) {
-    OpBuilder::InsertionGuard g2(b);
-    auto ifStore = scf::IfOp::create(b, loc, valid[half], false);
-    b.setInsertionPointToStart(&ifStore.getThenRegion().front());
-    for (int64_t nt = 0; nt < nv; ++nt)
-      for (int64_t e = 0; e < 2; ++e) {
-        Value col = arith::AddIOp::create(b, loc, t2, index(8 * nt + e));
-        Value value = arith::DivFOp::create(
-            b, loc, tiles.getResult(4 + 4 * nt + 2 * half + e), l[half]);
-        SmallVector<Value> idx(rows[half].begin(),
-                               rows[half].begin() + m.numO);
-        idx[m.eDim] = col;
-        memref::StoreOp::create(b, loc, castFloat(b, loc, value, outElement),
-                                em.output(), idx);
-      }
-  }
+  for (int64_t half = 0; half < 2; ++half)
+    gpukernels::emitIf(b, loc, valid[half], [&] {
+      for (int64_t nt = 0; nt < nv; ++nt)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value col = arith::AddIOp::create(b, loc, t2, index(8 * nt + e));
+          Value value = arith::DivFOp::create(
+              b, loc, tiles.getResult(4 + 4 * nt + 2 * half + e), l[half]);
+          SmallVector<Value> idx(rows[half].begin(),
+                                 rows[half].begin() + m.numO);
+          idx[m.eDim] = col;
+          memref::StoreOp::create(b, loc,
+                                  castFloat(b, loc, value, outElement),
+                                  em.output(), idx);
+        }
+    });
   gpu::ReturnOp::create(b, loc);
 }
 

@@ -36,17 +36,13 @@ using namespace mlir::tp::gpukernels;
 LogicalResult KernelBuilder::buildParallel() {
   if (succeeded(buildVectorized()))
     return success();
-  int64_t total = product(ranges);
-  int64_t threads = threadsFor(total);
-  int64_t blocks = std::min(kMaxBlocks, ceilDiv(total, threads));
   OpBuilder b(op);
   Location loc = op.getLoc();
-  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
-  gridStrideLoop(b, loc, launch, total, blocks, threads,
-                 [&](OpBuilder &b, Value flat) {
-                   SmallVector<Value> ivs = delinearize(b, loc, flat, ranges);
-                   storeResults(b, ivs, emitRegion(b, ivs, {}));
-                 });
+  createGridStrideLaunch(b, loc, product(ranges), [&](OpBuilder &b,
+                                                      Value flat) {
+    SmallVector<Value> ivs = delinearize(b, loc, flat, ranges);
+    storeResults(b, ivs, emitRegion(b, ivs, {}));
+  });
   return success();
 }
 
@@ -114,18 +110,14 @@ LogicalResult KernelBuilder::buildVectorized() {
 
   SmallVector<int64_t> groupRanges(ranges);
   groupRanges[last] /= width;
-  int64_t total = product(groupRanges);
-  int64_t threads = threadsFor(total);
-  int64_t blocks = std::min(kMaxBlocks, ceilDiv(total, threads));
   OpBuilder b(op);
   Location loc = op.getLoc();
-  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
   MutableOperandRange inits = op.getDpsInitsMutable();
   bool readsOutputs = llvm::any_of(inits, [&](OpOperand &o) {
     return !op.getMatchingBlockArgument(&o).use_empty();
   });
-  gridStrideLoop(b, loc, launch, total, blocks, threads, [&](OpBuilder &b,
-                                                             Value flat) {
+  createGridStrideLaunch(b, loc, product(groupRanges), [&](OpBuilder &b,
+                                                           Value flat) {
     SmallVector<Value> ivs = delinearize(b, loc, flat, groupRanges);
     ivs[last] = arith::MulIOp::create(b, loc, ivs[last], index(b, loc, width));
     // Group loads of contiguous operands, single loads of broadcasts.
@@ -138,9 +130,8 @@ LogicalResult KernelBuilder::buildVectorized() {
       if (form == Form::Contiguous) {
         auto type = VectorType::get(
             {width}, cast<MemRefType>(operand.get().getType()).getElementType());
-        groups[operand.getOperandNumber()] = vector::LoadOp::create(
-            b, loc, type, operand.get(), operandIndices(b, operand, ivs),
-            /*nontemporal=*/false, llvm::MaybeAlign(16));
+        groups[operand.getOperandNumber()] = loadAligned16(
+            b, loc, type, operand.get(), operandIndices(b, operand, ivs));
       } else if (form == Form::Broadcast) {
         broadcasts[operand.getOperandNumber()] = memref::LoadOp::create(
             b, loc, operand.get(), operandIndices(b, operand, ivs));
@@ -189,9 +180,7 @@ LogicalResult KernelBuilder::buildVectorized() {
       auto type = VectorType::get(
           {width}, cast<MemRefType>(init.get().getType()).getElementType());
       Value v = vector::FromElementsOp::create(b, loc, type, results[r]);
-      vector::StoreOp::create(b, loc, v, init.get(),
-                              operandIndices(b, init, ivs),
-                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+      storeAligned16(b, loc, v, init.get(), operandIndices(b, init, ivs));
     }
   });
   return success();

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -52,18 +53,26 @@ SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value flat,
   return ivs;
 }
 
-/// A gpu.launch with a 1-D grid and block; the builder is left inside its
-/// body, before the terminator.
 gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t blocks,
-                           int64_t threads) {
+                           int64_t threads, int64_t threadsY) {
   Value one = index(b, loc, 1);
-  auto launch = gpu::LaunchOp::create(b, loc, index(b, loc, blocks), one, one,
-                                      index(b, loc, threads), one, one);
+  Value gridX = index(b, loc, blocks);
+  Value blockX = index(b, loc, threads);
+  Value blockY = threadsY == 1 ? one : index(b, loc, threadsY);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, gridX, one, one, blockX, blockY, one);
   Block &body = launch.getBody().front();
   b.setInsertionPointToEnd(&body);
   gpu::TerminatorOp::create(b, loc);
   b.setInsertionPointToStart(&body);
   return launch;
+}
+
+MemRefType workgroupType(MLIRContext *context, ArrayRef<int64_t> shape,
+                         Type element) {
+  return MemRefType::get(
+      shape, element, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
 }
 
 RowLaunch createRowLaunch(OpBuilder &b, Location loc,
@@ -75,6 +84,13 @@ RowLaunch createRowLaunch(OpBuilder &b, Location loc,
   r.tid = r.launch.getThreadIds().x;
   r.rowIvs = delinearize(b, loc, r.launch.getBlockIds().x, rowRanges);
   return r;
+}
+
+SmallVector<Value> RowLaunch::at(OpBuilder &b, Location loc, Value j,
+                                 ArrayRef<int64_t> rowShape) const {
+  SmallVector<Value> ivs(rowIvs);
+  ivs.append(delinearize(b, loc, j, rowShape));
+  return ivs;
 }
 
 /// The gpu.all_reduce kind of a combiner op, if it has one.
@@ -139,23 +155,25 @@ Value viewRoot(Value v) {
   return v;
 }
 
-/// A grid-stride loop over `total` points; `body` gets the flat index.
-void gridStrideLoop(OpBuilder &b, Location loc, gpu::LaunchOp launch,
-                           int64_t total, int64_t blocks, int64_t threads,
-                           function_ref<void(OpBuilder &, Value)> body) {
-  Value start = arith::AddIOp::create(
+Value globalThreadIndex(OpBuilder &b, Location loc, gpu::LaunchOp launch,
+                        int64_t blockSize) {
+  return arith::AddIOp::create(
       b, loc,
       arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                            index(b, loc, threads)),
+                            index(b, loc, blockSize)),
       launch.getThreadIds().x);
+}
+
+/// A grid-stride loop over `total` points; `body` gets the flat index.
+static void gridStrideLoop(OpBuilder &b, Location loc, gpu::LaunchOp launch,
+                           int64_t total, int64_t blocks, int64_t threads,
+                           function_ref<void(OpBuilder &, Value)> body) {
+  Value start = globalThreadIndex(b, loc, launch, threads);
   if (blocks * threads >= total) {
     // One point per thread at most: a guard instead of a loop.
     Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                           start, index(b, loc, total));
-    auto guard = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&guard.getThenRegion().front());
-    body(b, start);
+    emitIf(b, loc, inRange, [&] { body(b, start); });
     return;
   }
   auto loop = scf::ForOp::create(b, loc, start, index(b, loc, total),
@@ -165,9 +183,75 @@ void gridStrideLoop(OpBuilder &b, Location loc, gpu::LaunchOp launch,
   body(b, loop.getInductionVar());
 }
 
+gpu::LaunchOp createGridStrideLaunch(
+    OpBuilder &b, Location loc, int64_t total,
+    function_ref<void(OpBuilder &, Value)> body) {
+  int64_t threads = threadsFor(total);
+  int64_t blocks = std::min(kMaxBlocks, ceilDiv(total, threads));
+  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
+  gridStrideLoop(b, loc, launch, total, blocks, threads, body);
+  return launch;
+}
+
 int64_t threadsFor(int64_t total) {
   return std::min(kThreadsPerBlock,
                   std::max(kWarp, ceilDiv(total, kWarp) * kWarp));
+}
+
+void emitIf(OpBuilder &b, Location loc, Value condition,
+            function_ref<void()> body) {
+  auto ifOp = scf::IfOp::create(b, loc, condition, /*withElse=*/false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  body();
+}
+
+WarpCoordinates warpCoordinates(OpBuilder &b, Location loc) {
+  WarpCoordinates w;
+  w.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  w.warpSize = index(b, loc, kWarp);
+  w.warp = arith::DivUIOp::create(b, loc, w.tid, w.warpSize);
+  w.lane = arith::RemUIOp::create(b, loc, w.tid, w.warpSize);
+  return w;
+}
+
+Value xorShuffleReduce(OpBuilder &b, Location loc, Value v,
+                       ArrayRef<int32_t> offsets, bool max) {
+  for (int32_t offset : offsets) {
+    Value other = gpu::ShuffleOp::create(b, loc, v, offset, int32_t(kWarp),
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    v = max ? arith::MaximumFOp::create(b, loc, v, other).getResult()
+            : arith::AddFOp::create(b, loc, v, other).getResult();
+  }
+  return v;
+}
+
+Value uniformAllReduce(OpBuilder &b, Location loc, Value v,
+                       gpu::AllReduceOperation kind) {
+  return gpu::AllReduceOp::create(
+             b, loc, v, gpu::AllReduceOperationAttr::get(b.getContext(), kind),
+             b.getUnitAttr())
+      .getResult();
+}
+
+Value uniformAllReduceIndex(OpBuilder &b, Location loc, Value v,
+                            gpu::AllReduceOperation kind) {
+  Value i32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+  Value r = uniformAllReduce(b, loc, i32, kind);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), r);
+}
+
+Value loadAligned16(OpBuilder &b, Location loc, VectorType type, Value memref,
+                    ValueRange indices) {
+  return vector::LoadOp::create(b, loc, type, memref, indices,
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+}
+
+void storeAligned16(OpBuilder &b, Location loc, Value vector, Value memref,
+                    ValueRange indices) {
+  vector::StoreOp::create(b, loc, vector, memref, indices,
+                          /*nontemporal=*/false, llvm::MaybeAlign(16));
 }
 
 } // namespace mlir::tp::gpukernels
@@ -225,6 +309,17 @@ void KernelBuilder::findFilledInits() {
       break;
     }
   }
+}
+
+SmallVector<Value> KernelBuilder::Loops::join(OpBuilder &b, Location loc,
+                                              ValueRange parallel,
+                                              ValueRange reduction) const {
+  SmallVector<Value> ivs(parallelDims.size() + reductionDims.size());
+  for (auto [d, v] : llvm::zip(parallelDims, parallel))
+    ivs[d] = v;
+  for (auto [i, d] : llvm::enumerate(reductionDims))
+    ivs[d] = reduction.empty() ? index(b, loc, 0) : reduction[i];
+  return ivs;
 }
 
 KernelBuilder::Loops KernelBuilder::splitLoops() {

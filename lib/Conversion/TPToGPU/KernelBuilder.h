@@ -6,7 +6,10 @@
 // (KernelBuilder.cpp: the region cloned at loop indices, the dispatch to a
 // family). The families: ElementwiseKernels.cpp (parallel ops),
 // ReductionKernels.cpp (row reductions and their chains, column
-// reductions, the serial fallback), SoftmaxKernel.cpp.
+// reductions, the serial fallback), SoftmaxKernel.cpp. The thread-level
+// pieces (a thread's warp and lane, warp shuffles, block-wide all-reduces,
+// workgroup buffers, guarded and 16-byte accesses) serve the fused
+// attention kernels too (AttentionCudaCore.cpp, AttentionTensorCore.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -34,10 +38,15 @@ int64_t product(ArrayRef<int64_t> values);
 SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value flat,
                                ArrayRef<int64_t> ranges);
 
-/// A gpu.launch with a 1-D grid and block; the builder is left inside its
-/// body, before the terminator.
+/// A gpu.launch with a 1-D grid of `blocks` and a block of `threads` x
+/// `threadsY`; the builder is left inside its body, before the terminator.
 gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t blocks,
-                           int64_t threads);
+                           int64_t threads, int64_t threadsY = 1);
+
+/// The type of a workgroup (shared memory) buffer of `element`s of
+/// `shape`, for a gpu.launch's or a gpu.func's workgroup attribution.
+MemRefType workgroupType(MLIRContext *context, ArrayRef<int64_t> shape,
+                         Type element);
 
 /// One block per row of `rowLength` elements (a power of two of threads,
 /// a warp to a full block), over rows indexed by `rowRanges`: the launch,
@@ -47,17 +56,70 @@ struct RowLaunch {
   Value tid;
   SmallVector<Value> rowIvs;
   int64_t threads;
+  /// The loop indices of element `j` of the row: rowIvs, then `j`
+  /// delinearized over `rowShape` (the row's own loop ranges).
+  SmallVector<Value> at(OpBuilder &b, Location loc, Value j,
+                        ArrayRef<int64_t> rowShape) const;
 };
 RowLaunch createRowLaunch(OpBuilder &b, Location loc,
                           ArrayRef<int64_t> rowRanges, int64_t rowLength);
 
-/// A grid-stride loop over `total` points; `body` gets the flat index.
-void gridStrideLoop(OpBuilder &b, Location loc, gpu::LaunchOp launch,
-                    int64_t total, int64_t blocks, int64_t threads,
-                    function_ref<void(OpBuilder &, Value)> body);
+/// blockIdx.x * `blockSize` + threadIdx.x in `launch`: the thread's index
+/// in the grid, counted along x.
+Value globalThreadIndex(OpBuilder &b, Location loc, gpu::LaunchOp launch,
+                        int64_t blockSize);
+
+/// A 1-D launch over `total` points: threadsFor(total) threads per block,
+/// at most kMaxBlocks blocks, each thread taking the points of a
+/// grid-stride loop (a bounds guard where the grid covers every point);
+/// `body` gets the flat index. The builder is left inside the launch.
+gpu::LaunchOp createGridStrideLaunch(
+    OpBuilder &b, Location loc, int64_t total,
+    function_ref<void(OpBuilder &, Value)> body);
 /// Threads per block for `total` points: a multiple of a warp, at most
 /// kThreadsPerBlock.
 int64_t threadsFor(int64_t total);
+
+/// An scf.if without else on `condition`, `body` building its then-block;
+/// the builder is left after the if.
+void emitIf(OpBuilder &b, Location loc, Value condition,
+            function_ref<void()> body);
+
+/// The place of the thread in a 1-D block of warps: threadIdx.x, its warp
+/// (tid / 32) and its lane (tid % 32), created in that order after the
+/// index constant 32 (`warpSize`, for lane-strided loops).
+struct WarpCoordinates {
+  Value tid, warp, lane, warpSize;
+};
+WarpCoordinates warpCoordinates(OpBuilder &b, Location loc);
+
+/// `v` reduced across the lanes of a warp by a butterfly: at each of
+/// `offsets` in turn, a gpu.shuffle xor (width 32) and arith.maximumf
+/// (`max`) or arith.addf. Every lane ends with the reduction over the lanes
+/// that differ from it only in the offsets' bits: the whole warp for
+/// {16, 8, 4, 2, 1}, the 4 lanes of a quad for {1, 2}.
+Value xorShuffleReduce(OpBuilder &b, Location loc, Value v,
+                       ArrayRef<int32_t> offsets, bool max);
+/// The offsets of a butterfly over the whole warp.
+constexpr int32_t kWarpButterfly[] = {16, 8, 4, 2, 1};
+
+/// A uniform gpu.all_reduce of `v` over the block (every thread reaches it
+/// and gets the result; upstream lowers it to warp shuffles, then a
+/// workgroup buffer and barriers across warps).
+Value uniformAllReduce(OpBuilder &b, Location loc, Value v,
+                       gpu::AllReduceOperation kind);
+/// uniformAllReduce of an index value, as i32 (a block-wide min or max of
+/// key bounds).
+Value uniformAllReduceIndex(OpBuilder &b, Location loc, Value v,
+                            gpu::AllReduceOperation kind);
+
+/// A 16-byte aligned vector.load of `type` from `memref` at `indices`
+/// (ld.global.v4 or ld.shared.v4 where the vector is 16 bytes), and its
+/// store.
+Value loadAligned16(OpBuilder &b, Location loc, VectorType type, Value memref,
+                    ValueRange indices);
+void storeAligned16(OpBuilder &b, Location loc, Value vector, Value memref,
+                    ValueRange indices);
 
 /// The gpu.all_reduce kind of a combiner op, if it has one.
 std::optional<gpu::AllReduceOperation> getAllReduceKind(Operation *op);
@@ -159,6 +221,11 @@ private:
   struct Loops {
     SmallVector<int64_t> parallelRanges, reductionRanges;
     SmallVector<unsigned> parallelDims, reductionDims;
+    /// The loop indices with `parallel` at the parallel loops and
+    /// `reduction` at the reduction loops (each in loop order; where
+    /// `reduction` is empty, the constant 0 there: an output's indices).
+    SmallVector<Value> join(OpBuilder &b, Location loc, ValueRange parallel,
+                            ValueRange reduction = {}) const;
   };
   Loops splitLoops();
 

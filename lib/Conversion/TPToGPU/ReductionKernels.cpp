@@ -213,11 +213,9 @@ FailureOr<SmallVector<RowCombiner>> KernelBuilder::matchCombiners() {
 
 LogicalResult
 KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
-  unsigned numParallel = op.getNumParallelLoops();
-  ArrayRef<int64_t> parallelRanges = ArrayRef<int64_t>(ranges).take_front(
-      numParallel);
-  ArrayRef<int64_t> reductionRanges =
-      ArrayRef<int64_t>(ranges).drop_front(numParallel);
+  // The parallel loops come first (matchRowReduction).
+  Loops loops = splitLoops();
+  ArrayRef<int64_t> reductionRanges = loops.reductionRanges;
   int64_t rowLength = product(reductionRanges);
   // With a chain the launch takes the place of its last op, after the
   // allocation of every output (findRowChain checked the ops between).
@@ -227,13 +225,11 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
                         : op.getOperation();
   OpBuilder b(last);
   Location loc = op.getLoc();
-  RowLaunch row = createRowLaunch(b, loc, parallelRanges, rowLength);
+  RowLaunch row = createRowLaunch(b, loc, loops.parallelRanges, rowLength);
   Value tid = row.tid;
-  SmallVector<Value> &rowIvs = row.rowIvs;
   int64_t threads = row.threads;
-  SmallVector<Value> outIvs(rowIvs);
-  for (int64_t i = numParallel; i < (int64_t)ranges.size(); ++i)
-    outIvs.push_back(index(b, loc, 0)); // outputs do not read reduction dims
+  // Outputs do not read reduction dims (0 there).
+  SmallVector<Value> outIvs = loops.join(b, loc, row.rowIvs);
   bool chained = chain.epilogue || !chain.reductions.empty();
 
   // The chain's results known so far, in registers (every thread has them:
@@ -262,27 +258,19 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
     {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(loop.getBody());
-      SmallVector<Value> ivs(rowIvs);
-      ivs.append(delinearize(b, loc, loop.getInductionVar(), reductionRanges));
+      SmallVector<Value> ivs =
+          row.at(b, loc, loop.getInductionVar(), reductionRanges);
       scf::YieldOp::create(b, loc,
                            stage.accumulate(b, ivs, loop.getRegionIterArgs(),
                                             cs, widened, &known));
     }
     SmallVector<Value> totals;
     for (auto [c, partial] : llvm::zip(cs, loop.getResults()))
-      totals.push_back(
-          gpu::AllReduceOp::create(
-              b, loc, partial,
-              gpu::AllReduceOperationAttr::get(b.getContext(), c.kind),
-              b.getUnitAttr())
-              .getResult());
+      totals.push_back(uniformAllReduce(b, loc, partial, c.kind));
     auto onThreadZero = [&](function_ref<void()> body) {
       Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           tid, index(b, loc, 0));
-      auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-      body();
+      emitIf(b, loc, first, body);
     };
     if (!needed) {
       if (store) // else: a result nothing reads
@@ -323,9 +311,8 @@ KernelBuilder::buildRowReduction(ArrayRef<RowCombiner> combiners) {
                                         index(b, loc, threads));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(applyLoop.getBody());
-    SmallVector<Value> eIvs(rowIvs);
-    eIvs.append(
-        delinearize(b, loc, applyLoop.getInductionVar(), reductionRanges));
+    SmallVector<Value> eIvs =
+        row.at(b, loc, applyLoop.getInductionVar(), reductionRanges);
     IRMapping mapping = given(chain.epilogue);
     apply.storeResults(b, eIvs, apply.emitRegion(b, eIvs, {}, {}, &mapping));
   }
@@ -385,12 +372,8 @@ bool KernelBuilder::isColumnReduction() const {
 LogicalResult
 KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
   Loops loops = splitLoops();
-  SmallVector<int64_t> &parallelRanges = loops.parallelRanges;
-  SmallVector<int64_t> &reductionRanges = loops.reductionRanges;
-  SmallVector<unsigned> &parallelDims = loops.parallelDims;
-  SmallVector<unsigned> &reductionDims = loops.reductionDims;
-  int64_t outputs = product(parallelRanges);
-  int64_t length = product(reductionRanges);
+  int64_t outputs = product(loops.parallelRanges);
+  int64_t length = product(loops.reductionRanges);
   int64_t blocks = ceilDiv(outputs, kWarp);
   // Few blocks: more threads per column, so that the reduction still
   // spreads over the GPU; never more rows than the reduction has.
@@ -399,31 +382,17 @@ KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
                             std::max<int64_t>(2, llvm::PowerOf2Ceil(length)));
   OpBuilder b(op);
   Location loc = op.getLoc();
-  Value one = index(b, loc, 1);
-  auto launch = gpu::LaunchOp::create(b, loc, index(b, loc, blocks), one, one,
-                                      index(b, loc, kWarp),
-                                      index(b, loc, rowsY), one);
+  gpu::LaunchOp launch = createLaunch(b, loc, blocks, kWarp, rowsY);
   SmallVector<Value> shared;
   for (const RowCombiner &c : combiners) {
     Type acc = c.widen() ? b.getF32Type() : c.combiner->getResult(0).getType();
-    auto type = MemRefType::get(
-        {rowsY * kWarp}, acc, MemRefLayoutAttrInterface(),
-        gpu::AddressSpaceAttr::get(b.getContext(),
-                                   gpu::AddressSpace::Workgroup));
-    shared.push_back(launch.addWorkgroupAttribution(type, loc));
+    shared.push_back(launch.addWorkgroupAttribution(
+        workgroupType(b.getContext(), {rowsY * kWarp}, acc), loc));
   }
-  Block &body = launch.getBody().front();
-  b.setInsertionPointToEnd(&body);
-  gpu::TerminatorOp::create(b, loc);
-  b.setInsertionPointToStart(&body);
 
   Value tx = launch.getThreadIds().x;
   Value ty = launch.getThreadIds().y;
-  Value point = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                            index(b, loc, kWarp)),
-      tx);
+  Value point = globalThreadIndex(b, loc, launch, kWarp);
   Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                         point, index(b, loc, outputs));
   // Out-of-range columns fold nothing but still reach every barrier.
@@ -431,7 +400,8 @@ KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
       arith::SelectOp::create(b, loc, inRange, point, index(b, loc, 0));
   Value upper = arith::SelectOp::create(b, loc, inRange, index(b, loc, length),
                                         index(b, loc, 0));
-  SmallVector<Value> pIvs = delinearize(b, loc, safePoint, parallelRanges);
+  SmallVector<Value> pIvs =
+      delinearize(b, loc, safePoint, loops.parallelRanges);
 
   SmallVector<Operation *> widened;
   SmallVector<Value> neutrals = accumulatorInits(b, loc, combiners, widened);
@@ -440,13 +410,9 @@ KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> ivs(ranges.size());
-    for (auto [d, v] : llvm::zip(parallelDims, pIvs))
-      ivs[d] = v;
     SmallVector<Value> rIvs =
-        delinearize(b, loc, loop.getInductionVar(), reductionRanges);
-    for (auto [d, v] : llvm::zip(reductionDims, rIvs))
-      ivs[d] = v;
+        delinearize(b, loc, loop.getInductionVar(), loops.reductionRanges);
+    SmallVector<Value> ivs = loops.join(b, loc, pIvs, rIvs);
     scf::YieldOp::create(
         b, loc, accumulate(b, ivs, loop.getRegionIterArgs(), combiners,
                            widened));
@@ -461,10 +427,7 @@ KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
   for (int64_t half = rowsY / 2; half >= 1; half /= 2) {
     Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ty,
                                          index(b, loc, half));
-    auto step = scf::IfOp::create(b, loc, active, /*withElse=*/false);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&step.getThenRegion().front());
+    emitIf(b, loc, active, [&] {
       Value other =
           arith::AddIOp::create(b, loc, slot, index(b, loc, half * kWarp));
       for (auto [c, buffer] : llvm::zip(combiners, shared)) {
@@ -473,7 +436,7 @@ KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
         memref::StoreOp::create(b, loc, combine(b, loc, c, mine, theirs),
                                 buffer, slot);
       }
-    }
+    });
     gpu::BarrierOp::create(b, loc);
   }
 
@@ -483,52 +446,37 @@ KernelBuilder::buildColumnReduction(ArrayRef<RowCombiner> combiners) {
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ty,
                             index(b, loc, 0)),
       inRange);
-  auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
-  b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-  SmallVector<Value> ivs(ranges.size());
-  for (auto [d, v] : llvm::zip(parallelDims, pIvs))
-    ivs[d] = v;
-  for (unsigned d : reductionDims)
-    ivs[d] = index(b, loc, 0); // outputs do not read reduction dims
-  SmallVector<Value> totals;
-  for (Value buffer : shared)
-    totals.push_back(memref::LoadOp::create(b, loc, buffer, tx));
-  foldAndStore(b, ivs, combiners, totals);
+  emitIf(b, loc, first, [&] {
+    // Outputs do not read reduction dims (0 there).
+    SmallVector<Value> ivs = loops.join(b, loc, pIvs);
+    SmallVector<Value> totals;
+    for (Value buffer : shared)
+      totals.push_back(memref::LoadOp::create(b, loc, buffer, tx));
+    foldAndStore(b, ivs, combiners, totals);
+  });
   return success();
 }
 
 LogicalResult KernelBuilder::buildSerialReduction() {
   Loops loops = splitLoops();
-  SmallVector<int64_t> &parallelRanges = loops.parallelRanges;
-  SmallVector<int64_t> &reductionRanges = loops.reductionRanges;
-  SmallVector<unsigned> &parallelDims = loops.parallelDims;
-  SmallVector<unsigned> &reductionDims = loops.reductionDims;
-  int64_t total = product(parallelRanges);
-  int64_t threads = threadsFor(total);
-  int64_t blocks = std::min(kMaxBlocks, ceilDiv(total, threads));
   OpBuilder b(op);
   Location loc = op.getLoc();
-  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
-  gridStrideLoop(
-      b, loc, launch, total, blocks, threads, [&](OpBuilder &b, Value flat) {
-        SmallVector<Value> pIvs = delinearize(b, loc, flat, parallelRanges);
-        SmallVector<Value> ivs(ranges.size());
-        for (auto [d, v] : llvm::zip(parallelDims, pIvs))
-          ivs[d] = v;
-        for (unsigned d : reductionDims)
-          ivs[d] = index(b, loc, 0);
+  createGridStrideLaunch(
+      b, loc, product(loops.parallelRanges), [&](OpBuilder &b, Value flat) {
+        SmallVector<Value> pIvs =
+            delinearize(b, loc, flat, loops.parallelRanges);
+        SmallVector<Value> ivs = loops.join(b, loc, pIvs);
         SmallVector<Value> initial = loadOutputs(b, ivs);
-        auto loop = scf::ForOp::create(b, loc, index(b, loc, 0),
-                                       index(b, loc, product(reductionRanges)),
-                                       index(b, loc, 1), initial);
+        auto loop = scf::ForOp::create(
+            b, loc, index(b, loc, 0),
+            index(b, loc, product(loops.reductionRanges)), index(b, loc, 1),
+            initial);
         {
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(loop.getBody());
-          SmallVector<Value> inner(ivs);
-          SmallVector<Value> rIvs =
-              delinearize(b, loc, loop.getInductionVar(), reductionRanges);
-          for (auto [d, v] : llvm::zip(reductionDims, rIvs))
-            inner[d] = v;
+          SmallVector<Value> rIvs = delinearize(
+              b, loc, loop.getInductionVar(), loops.reductionRanges);
+          SmallVector<Value> inner = loops.join(b, loc, pIvs, rIvs);
           scf::YieldOp::create(b, loc,
                                emitRegion(b, inner, loop.getRegionIterArgs()));
         }

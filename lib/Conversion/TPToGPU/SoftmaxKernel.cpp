@@ -110,7 +110,6 @@ LogicalResult mlir::tp::gpukernels::buildSoftmax(linalg::SoftmaxOp op) {
   Location loc = op.getLoc();
   RowLaunch row = createRowLaunch(b, loc, rowRanges, rowLength);
   Value tid = row.tid;
-  SmallVector<Value> &rowIvs = row.rowIvs;
   int64_t threads = row.threads;
 
   auto element = cast<FloatType>(inType.getElementType());
@@ -123,9 +122,8 @@ LogicalResult mlir::tp::gpukernels::buildSoftmax(linalg::SoftmaxOp op) {
       b.getFloatAttr(acc, APFloat::getInf(acc.getFloatSemantics(), true)));
   Value zero = constant(0.0), one = constant(1.0);
   auto load = [&](OpBuilder &ib, Value j) -> Value {
-    SmallVector<Value> ivs(rowIvs);
-    ivs.push_back(j);
-    Value v = memref::LoadOp::create(ib, loc, op.getInput(), ivs);
+    Value v = memref::LoadOp::create(ib, loc, op.getInput(),
+                                     row.at(ib, loc, j, rowLength));
     if (v.getType() != acc)
       v = arith::ExtFOp::create(ib, loc, acc, v);
     return v;
@@ -155,16 +153,12 @@ LogicalResult mlir::tp::gpukernels::buildSoftmax(linalg::SoftmaxOp op) {
     scf::YieldOp::create(b, loc, ValueRange{next, added});
   }
   Value m = online.getResult(0), partial = online.getResult(1);
-  auto allReduce = [&](Value v, gpu::AllReduceOperation kind) -> Value {
-    return gpu::AllReduceOp::create(
-               b, loc, v, gpu::AllReduceOperationAttr::get(b.getContext(), kind),
-               b.getUnitAttr())
-        .getResult();
-  };
-  Value rowMax = allReduce(m, gpu::AllReduceOperation::MAXIMUMF);
+  Value rowMax =
+      uniformAllReduce(b, loc, m, gpu::AllReduceOperation::MAXIMUMF);
   Value rescaled =
       arith::MulFOp::create(b, loc, partial, expDiff(b, m, rowMax));
-  Value rowSum = allReduce(rescaled, gpu::AllReduceOperation::ADD);
+  Value rowSum =
+      uniformAllReduce(b, loc, rescaled, gpu::AllReduceOperation::ADD);
 
   auto store = scf::ForOp::create(b, loc, tid, end, step);
   {
@@ -178,9 +172,7 @@ LogicalResult mlir::tp::gpukernels::buildSoftmax(linalg::SoftmaxOp op) {
     Type outElement = outType.getElementType();
     if (outElement != acc)
       y = arith::TruncFOp::create(b, loc, outElement, y);
-    SmallVector<Value> ivs(rowIvs);
-    ivs.push_back(j);
-    memref::StoreOp::create(b, loc, y, output, ivs);
+    memref::StoreOp::create(b, loc, y, output, row.at(b, loc, j, rowLength));
   }
   if (castOp) {
     // The f32 buffer has no reader left: it goes, with its deallocs.
