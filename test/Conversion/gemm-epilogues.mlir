@@ -162,19 +162,21 @@ func.func @gelu_sigmoid(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>) -> tensor<
   return %y : tensor<16x32xf32>
 }
 
-// erf-GELU is not tanh-GELU (1e-1 relative apart at -3): a kernel.
+// erf-GELU is not tanh-GELU (1e-1 relative apart at -3): a kernel, with a
+// remark (bias + erf-GELU: GPT-2 with the exact GELU).
 // CHECK-LABEL: func.func @gelu_erf
 // CHECK: call @tprt_mlir_gemm_f32(
 // CHECK: linalg.generic
 // CHECK-NOT: gemm_epilogue
 // REMARK: remark: GEMM epilogue not fused: its body is not act(product + addend + bias): it differs from none ({{.*}}), relu ({{.*}}), gelu_tanh ({{.*}} at product -5, addend 0, bias 0)
-func.func @gelu_erf(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>) -> tensor<16x32xf32> {
+func.func @gelu_erf(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>, %b: tensor<32xf32>) -> tensor<16x32xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<16x32xf32>
   %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x32xf32>) -> tensor<16x32xf32>
   %p = linalg.matmul ins(%x, %w : tensor<16x64xf32>, tensor<64x32xf32>) outs(%z : tensor<16x32xf32>) -> tensor<16x32xf32>
-  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<16x32xf32>) outs(%e : tensor<16x32xf32>) {
-  ^bb0(%v: f32, %out: f32):
+  %y = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%p, %b : tensor<16x32xf32>, tensor<32xf32>) outs(%e : tensor<16x32xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %v = arith.addf %in, %bias : f32
     %half = arith.constant 0.5 : f32
     %one = arith.constant 1.0 : f32
     %rs = arith.constant 0.70710678 : f32
@@ -193,13 +195,14 @@ func.func @gelu_erf(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>) -> tensor<16x3
 // CHECK: call @tprt_mlir_gemm_f32(
 // CHECK: math.sin
 // REMARK: remark: GEMM epilogue not fused: its body's 'math.sin' cannot be evaluated
-func.func @unknown_op(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>) -> tensor<16x32xf32> {
+func.func @unknown_op(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>, %b: tensor<32xf32>) -> tensor<16x32xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<16x32xf32>
   %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x32xf32>) -> tensor<16x32xf32>
   %p = linalg.matmul ins(%x, %w : tensor<16x64xf32>, tensor<64x32xf32>) outs(%z : tensor<16x32xf32>) -> tensor<16x32xf32>
-  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<16x32xf32>) outs(%e : tensor<16x32xf32>) {
-  ^bb0(%v: f32, %out: f32):
+  %y = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%p, %b : tensor<16x32xf32>, tensor<32xf32>) outs(%e : tensor<16x32xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %v = arith.addf %in, %bias : f32
     %r = math.sin %v : f32
     linalg.yield %r : f32
   } -> tensor<16x32xf32>
@@ -242,6 +245,25 @@ func.func @row_bias(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>, %b: tensor<16x
   %y = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d0)>, #id], iterator_types = ["parallel", "parallel"]} ins(%p, %b : tensor<16x32xf32>, tensor<16xf32>) outs(%e : tensor<16x32xf32>) {
   ^bb0(%v: f32, %bias: f32, %out: f32):
     %r = arith.addf %v, %bias : f32
+    linalg.yield %r : f32
+  } -> tensor<16x32xf32>
+  return %y : tensor<16x32xf32>
+}
+
+// A function of the product alone that is no activation (a scale): not a
+// near miss, a kernel without a remark.
+// CHECK-LABEL: func.func @scale
+// CHECK: call @tprt_mlir_gemm_f32(
+// CHECK: linalg.generic
+func.func @scale(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>) -> tensor<16x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x32xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<16x64xf32>, tensor<64x32xf32>) outs(%z : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<16x32xf32>) outs(%e : tensor<16x32xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %half = arith.constant 0.5 : f32
+    %r = arith.mulf %v, %half : f32
     linalg.yield %r : f32
   } -> tensor<16x32xf32>
   return %y : tensor<16x32xf32>

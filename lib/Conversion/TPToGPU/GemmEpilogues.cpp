@@ -32,8 +32,10 @@
 //     generic's place: addend and bias as read-only buffers (collapsed to
 //     2-D and 1-D), a `memref<0xT>` where there is none; its result is
 //     read back and expanded as the product was.
-// A generic that reads the product but fails 1-3 gets a remark saying
-// which part did not match.
+// A generic that reads the product and an addend or bias (or another
+// operand) but fails 1-3 gets a remark saying which part did not match; a
+// function of the product alone that is no activation (a scale, tanh,
+// SiLU, erf-GELU) is not a near miss and gets none.
 //
 //===----------------------------------------------------------------------===//
 
@@ -395,7 +397,10 @@ FailureOr<Epilogue> matchEpilogue(Gemm g, std::string &why) {
     return failure();
   }
 
-  // Step 3: the body against act(c + addend + bias).
+  // Step 3: the body against act(c + addend + bias). A body of the
+  // product alone that is not an activation (a scale, tanh, SiLU) is no
+  // near miss: no remark.
+  bool unary = !e.addend && !e.bias;
   static const double kProducts[] = {-10, -5,  -4,  -3,  -2.5, -2,  -1.5,
                                      -1,  -0.7, -0.3, -0.1, 0,    0.1, 0.3,
                                      0.7, 1,    1.5, 2,    3,    5,   10, 60};
@@ -415,7 +420,8 @@ FailureOr<Epilogue> matchEpilogue(Gemm g, std::string &why) {
           args[i] = role == 0 ? c : role == 1 ? x : role == 2 ? y : 0.0;
         std::optional<double> got = eval.run(args);
         if (!got) {
-          os << "its body's " << eval.unknown;
+          if (!unary)
+            os << "its body's " << eval.unknown;
           return failure();
         }
         for (int a = 0; a < 3; ++a) {
@@ -441,8 +447,9 @@ FailureOr<Epilogue> matchEpilogue(Gemm g, std::string &why) {
       e.act = Activation(a);
       return e;
     }
-  os << "its body is not act(product + addend + bias): it differs from "
-     << mismatch[0] << ", " << mismatch[1] << ", " << mismatch[2];
+  if (!unary)
+    os << "its body is not act(product + addend + bias): it differs from "
+       << mismatch[0] << ", " << mismatch[1] << ", " << mismatch[2];
   return failure();
 }
 
