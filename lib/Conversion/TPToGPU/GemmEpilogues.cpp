@@ -357,6 +357,10 @@ FailureOr<Epilogue> matchEpilogue(Gemm g, std::string &why) {
     bool isInit = &operand == init;
     if (isInit && arg.use_empty())
       continue;
+    if (isInit && operand.get().getDefiningOp<tensor::EmptyOp>()) {
+      os << "its body reads its output, which is uninitialized";
+      return failure();
+    }
     AffineMap map = maps[operand.getOperandNumber()];
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
     if (!isInit && operand.get() == g.product) {
