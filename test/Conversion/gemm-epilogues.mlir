@@ -250,6 +250,25 @@ func.func @row_bias(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>, %b: tensor<16x
   return %y : tensor<16x32xf32>
 }
 
+// A body that reads its output when the output is a tensor.empty (no
+// addend there): refused.
+// CHECK-LABEL: func.func @empty_out
+// CHECK: call @tprt_mlir_gemm_f32(
+// CHECK: linalg.generic
+// REMARK: remark: GEMM epilogue not fused: its body reads its output, which is uninitialized
+func.func @empty_out(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>) -> tensor<16x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x32xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<16x64xf32>, tensor<64x32xf32>) outs(%z : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<16x32xf32>) outs(%e : tensor<16x32xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %r = arith.addf %v, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<16x32xf32>
+  return %y : tensor<16x32xf32>
+}
+
 // A function of the product alone that is no activation (a scale): not a
 // near miss, a kernel without a remark.
 // CHECK-LABEL: func.func @scale
