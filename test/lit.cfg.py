@@ -93,7 +93,8 @@ if "cuda-gpu" in config.available_features:
 elif config.tp_have_cuda:
     config.available_features.add("gpu-run")
     emu_dirs = ":".join(os.path.join(config.tp_obj_root, "lib", d)
-                        for d in ("mock-cuda", "mock-nccl", "mock-cublas"))
+                        for d in ("mock-cuda", "mock-nccl", "mock-cublas",
+                                  "mock-cublaslt"))
     config.substitutions.append(
         ("%gpu-env", "env LD_LIBRARY_PATH=%s MOCK_CUDA_DEVICES=8 "
                      "MOCK_CUDA_MEMORY=68719476736" % emu_dirs))

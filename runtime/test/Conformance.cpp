@@ -25,7 +25,9 @@
 //    with the output untouched); the group must keep working afterwards;
 //  - group numbering, group caching, counters, timers, tprt_gemm,
 //    tprt_gemm_strided_batched and tprt_gemm_shared_a (against plain
-//    tprt_gemm calls), the topology queries (TPRT_RANKS_PER_NODE
+//    tprt_gemm calls), tprt_gemm_epilogue (against the formula in
+//    double: every activation, with and without bias and addend, the
+//    addend in C itself), the topology queries (TPRT_RANKS_PER_NODE
 //    when set) and tprt_memcpy.
 //
 // On backends whose tprt_alloc returns device memory (tprt_memory_is_device:
@@ -295,6 +297,9 @@ private:
   void testSharedAGemm(tprt_dtype dtype, bool transA, bool transB,
                        bool interleaved);
   void testSharedAGemmErrors();
+  void testGemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
+                        int activation, bool withBias, int addend);
+  void testGemmEpilogueErrors();
   void testTopology();
   void testMemcpy();
 
@@ -982,6 +987,136 @@ void Suite::testSharedAGemmErrors() {
                TPRT_OK, "shared-A gemm with m = 0 does nothing", nullptr);
 }
 
+void Suite::testGemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
+                             int activation, bool withBias, int addend) {
+  // C (5x4) = act(op(A) op(B) + addend + bias) with padded rows, against
+  // the formula in double. Inputs are multiples of 1/4 (exact in every
+  // dtype) in about [-1.5, 1.5], so the activations see both signs.
+  const int64_t m = 5, n = 4, k = 3;
+  int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
+  int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
+  int64_t lda = colsA + 1, ldb = colsB + 2, ldc = n + 1;
+  int64_t ldAddend = addend == 2 ? ldc : n + 3;
+  size_t es = tprt::dtypeSize(dtype);
+  std::vector<char> a(size_t(rowsA * lda) * es), b(size_t(rowsB * ldb) * es),
+      c(size_t(m * ldc) * es), add(size_t(m * ldAddend) * es),
+      bias(size_t(n) * es);
+  for (int64_t i = 0; i < rowsA * lda; ++i)
+    store(dtype, a.data(), i, 0.5 * double((i * 3) % 7 - 3));
+  for (int64_t i = 0; i < rowsB * ldb; ++i)
+    store(dtype, b.data(), i, 0.25 * double((i * 2) % 5 - 2));
+  for (int64_t i = 0; i < m * ldAddend; ++i)
+    store(dtype, add.data(), i, 0.25 * double((i * 5) % 4) - 0.375);
+  for (int64_t j = 0; j < n; ++j)
+    store(dtype, bias.data(), j, 0.5 * double(j % 3 - 1));
+  for (int64_t i = 0; i < m * ldc; ++i)
+    store(dtype, c.data(), i, addend == 2 ? load(dtype, add.data(), i) : 9.0);
+  static const char *const acts[] = {"none", "relu", "gelu_tanh"};
+  std::string what = std::string("gemm epilogue ") + name(dtype) +
+                     (transA ? " A^T" : " A") + (transB ? " B^T" : " B") +
+                     " " + acts[activation] + (withBias ? " +bias" : "") +
+                     (addend == 1 ? " +addend" : addend == 2 ? " +C" : "");
+  Buffer da(ctx, a), db(ctx, b), dc(ctx, c), dadd(ctx, add), dbias(ctx, bias);
+  const void *addendPointer = addend == 1   ? dadd.data()
+                              : addend == 2 ? dc.data()
+                                            : nullptr;
+  tprt_stats before = {}, after = {};
+  tprt_stats_get(ctx, &before);
+  tprt_status status = tprt_gemm_epilogue(
+      ctx, dtype, transA, transB, m, n, k, da.data(), lda, db.data(), ldb,
+      addendPointer, ldAddend, withBias ? dbias.data() : nullptr, activation,
+      dc.data(), ldc, nullptr);
+  if (status != TPRT_OK)
+    return check(false, what, tprt_last_error());
+  tprt_stats_get(ctx, &after);
+  check(after.gemm_calls == before.gemm_calls + 1 &&
+            after.gemm_flops == before.gemm_flops + 2.0 * m * n * k,
+        what + " counts one GEMM");
+  const char *out = dc.host();
+  double tolerance = isHalf(dtype) ? 2 * relativeTolerance(dtype) : 1e-6;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      double got = load(dtype, out, i * ldc + j);
+      double want;
+      if (j >= n) {
+        want = load(dtype, c.data(), i * ldc + j); // padding untouched
+      } else {
+        double v = 0;
+        for (int64_t l = 0; l < k; ++l)
+          v += load(dtype, a.data(), transA ? l * lda + i : i * lda + l) *
+               load(dtype, b.data(), transB ? j * ldb + l : l * ldb + j);
+        if (addend)
+          v += load(dtype, add.data(), i * ldAddend + j);
+        if (withBias)
+          v += load(dtype, bias.data(), j);
+        if (activation == TPRT_ACTIVATION_RELU)
+          v = v > 0 ? v : 0;
+        if (activation == TPRT_ACTIVATION_GELU_TANH)
+          v = 0.5 * v *
+              (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+        want = v;
+      }
+      if (!(std::fabs(got - want) <= tolerance * std::fabs(want) + 1e-6)) {
+        char detail[160];
+        std::snprintf(detail, sizeof(detail),
+                      "element (%lld, %lld) is %.9g, expected %.9g",
+                      static_cast<long long>(i), static_cast<long long>(j),
+                      got, want);
+        return check(false, what, detail);
+      }
+    }
+  check(true, what);
+}
+
+void Suite::testGemmEpilogueErrors() {
+  float a[64] = {0}, b[64] = {0}, c[64] = {0}, add[64] = {0}, bias[8] = {0};
+  expectStatus(tprt_gemm_epilogue(ctx, TPRT_F32, 0, 0, 2, 2, 2, a, 2, b, 2,
+                                  nullptr, 0, nullptr, 3, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "gemm epilogue rejects activation 3",
+               "activation 3 is not a tprt_activation");
+  expectStatus(tprt_gemm_epilogue(ctx, TPRT_I32, 0, 0, 2, 2, 2, a, 2, b, 2,
+                                  nullptr, 0, nullptr, 0, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "gemm epilogue rejects i32",
+               "dtype i32 is not supported");
+  expectStatus(tprt_gemm_epilogue(nullptr, TPRT_F32, 0, 0, 2, 2, 2, a, 2, b,
+                                  2, nullptr, 0, nullptr, 0, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "gemm epilogue rejects a null ctx",
+               "ctx is null");
+  expectStatus(tprt_gemm_epilogue(ctx, TPRT_BF16, 0, 1, 2, 3, 2, a, 2, b, 1,
+                                  nullptr, 0, nullptr, 0, c, 3, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "gemm epilogue rejects a short ldb",
+               "ldb is 1, smaller than the 2 columns of B as stored");
+  expectStatus(tprt_gemm_epilogue(ctx, TPRT_F32, 0, 0, 2, 3, 2, a, 2, b, 3,
+                                  add, 2, nullptr, 0, c, 3, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "gemm epilogue rejects a short ld_addend",
+               "ld_addend is 2, smaller than the 3 columns of the addend");
+  expectStatus(tprt_gemm_epilogue(ctx, TPRT_F32, 0, 0, 2, 2, 2, a, 2, b, 2,
+                                  nullptr, 0, nullptr, 0, nullptr, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "gemm epilogue rejects a null c",
+               "c is null");
+  // The addend may be C itself (same ld), not a shifted or restrided C.
+  expectStatus(tprt_gemm_epilogue(ctx, TPRT_F32, 0, 0, 2, 2, 2, a, 2, b, 2,
+                                  c + 1, 2, nullptr, 0, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "gemm epilogue rejects an addend overlapping C",
+               "the addend overlaps C without being C");
+  expectStatus(tprt_gemm_epilogue(ctx, TPRT_F32, 0, 0, 2, 2, 2, a, 2, b, 2, c,
+                                  3, nullptr, 0, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "gemm epilogue rejects C as addend with another ld",
+               "the addend overlaps C without being C");
+  expectStatus(tprt_gemm_epilogue(ctx, TPRT_F32, 0, 0, 2, 2, 2, a, 2, b, 2,
+                                  nullptr, 0, c + 2, 0, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "gemm epilogue rejects a bias overlapping C",
+               "the bias overlaps C");
+  expectStatus(tprt_gemm_epilogue(ctx, TPRT_F32, 0, 0, 0, 2, 2, a, 2, b, 2,
+                                  add, 2, bias, 1, nullptr, 2, nullptr),
+               TPRT_OK, "gemm epilogue with m = 0 does nothing", nullptr);
+}
+
 void Suite::testTopology() {
   int local = -1, nodes = -1;
   tprt_local_rank(ctx, &local);
@@ -1120,11 +1255,29 @@ void Suite::run() {
     testSharedAGemm(TPRT_BF16, false, true, true);
     testSharedAGemm(TPRT_F16, true, false, false);
     testSharedAGemm(TPRT_F64, true, true, true);
+    // addend: 0 none, 1 a matrix of its own, 2 C itself.
+    for (tprt_dtype dtype : {TPRT_F32, TPRT_BF16})
+      for (int activation : {TPRT_ACTIVATION_NONE, TPRT_ACTIVATION_RELU,
+                             TPRT_ACTIVATION_GELU_TANH})
+        for (bool withBias : {false, true})
+          for (int addend : {0, 1})
+            testGemmEpilogue(dtype, false, true, activation, withBias, addend);
+    for (tprt_dtype dtype : {TPRT_F32, TPRT_BF16})
+      for (bool transA : {false, true})
+        for (bool transB : {false, true})
+          testGemmEpilogue(dtype, transA, transB, TPRT_ACTIVATION_GELU_TANH,
+                           true, 1);
+    testGemmEpilogue(TPRT_F32, false, false, TPRT_ACTIVATION_RELU, true, 2);
+    testGemmEpilogue(TPRT_BF16, false, true, TPRT_ACTIVATION_NONE, false, 2);
+    testGemmEpilogue(TPRT_F16, true, false, TPRT_ACTIVATION_GELU_TANH, true,
+                     1);
+    testGemmEpilogue(TPRT_F64, false, true, TPRT_ACTIVATION_RELU, true, 1);
   }
   // Argument errors are caught before any product runs.
   testGemmErrors();
   testBatchedGemmErrors();
   testSharedAGemmErrors();
+  testGemmEpilogueErrors();
   testTopology();
   testMemcpy();
 }

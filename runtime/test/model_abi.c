@@ -8,6 +8,7 @@
  *   tprt-model-abi-test bad-shape  K of A and B disagree
  *   tprt-model-abi-test bad-shared-a  B_1 of a shared-A product has a
  *                                     different shape than B_0
+ *   tprt-model-abi-test bad-bias   a gemm_epilogue bias of the wrong length
  *
  * The bad cases must end the process with status 1 and the message
  * "tprt: batched_gemm failed on rank 0: ..." (or gemm_shared_a3: failures
@@ -136,6 +137,72 @@ static void sharedA3(int transA, int transB) {
   expect(right, what);
 }
 
+/* A rank-1 memref descriptor. */
+typedef struct {
+  void *allocated, *aligned;
+  int64_t offset, sizes[1], strides[1];
+} Memref1;
+
+static Memref1 memref1(void *data, int64_t d0) {
+  Memref1 m;
+  m.allocated = m.aligned = data;
+  m.offset = 0;
+  m.sizes[0] = d0;
+  m.strides[0] = 1;
+  return m;
+}
+
+/* tprt_mlir_gemm_epilogue_f32: C = relu(op(A) op(B) + addend + bias), an
+ * absent addend or bias passed as a memref<0xf32> (what tp-gemm-epilogues
+ * emits). Small integers: exact. */
+static void epilogue(int transA, int transB, int withAddend, int withBias) {
+  enum { M = 3, K = 4, N = 5 };
+  float a[M * K], b[K * N], c[M * N], add[M * N], bias[N], none[1] = {0};
+  int64_t i, j, l;
+  int right = 1;
+  char what[80];
+  Memref2 ma, mb, mc, madd;
+  Memref1 mbias, mnone = memref1(none, 0);
+  for (i = 0; i < M * K; ++i)
+    a[i] = (float)((i * 7) % 5 - 2);
+  for (i = 0; i < K * N; ++i)
+    b[i] = (float)((i * 3) % 7 - 3);
+  for (i = 0; i < M * N; ++i) {
+    c[i] = NAN;
+    add[i] = (float)(i % 4 - 1);
+  }
+  for (j = 0; j < N; ++j)
+    bias[j] = (float)(j - 2);
+  ma = transA ? memref2(a, K, M) : memref2(a, M, K);
+  mb = transB ? memref2(b, N, K) : memref2(b, K, N);
+  mc = memref2(c, M, N);
+  madd = memref2(add, M, N);
+  mbias = memref1(bias, N);
+  tprt_mlir_gemm_epilogue_f32(transA, transB, 1, 2, &ma, 2, &mb,
+                              withAddend ? 2 : 1,
+                              withAddend ? (void *)&madd : (void *)&mnone, 1,
+                              withBias ? &mbias : &mnone, 2, &mc);
+  for (i = 0; i < M; ++i)
+    for (j = 0; j < N; ++j) {
+      float want = 0;
+      for (l = 0; l < K; ++l)
+        want += at(a, transA, transA ? K : M, transA ? M : K, 0, i, l) *
+                at(b, transB, transB ? N : K, transB ? K : N, 0, l, j);
+      if (withAddend)
+        want += add[i * N + j];
+      if (withBias)
+        want += bias[j];
+      if (want < 0)
+        want = 0;
+      if (c[i * N + j] != want)
+        right = 0;
+    }
+  snprintf(what, sizeof(what), "gemm_epilogue f32 relu%s%s%s%s",
+           transA ? " A^T" : "", transB ? " B^T" : "",
+           withAddend ? " +addend" : "", withBias ? " +bias" : "");
+  expect(right, what);
+}
+
 int main(int argc, char **argv) {
   tprt_context *ctx = NULL;
   int64_t mesh[1] = {1};
@@ -172,6 +239,12 @@ int main(int argc, char **argv) {
     m2 = memref2(flat, 2, 2);
     tprt_mlir_gemm_shared_a3_f32(0, 0, 2, &a2, 2, &b0, 2, &b1, 2, &b2, 2, &c0,
                                  2, &c1, 2, &m2);
+  } else if (argc == 2 && strcmp(argv[1], "bad-bias") == 0) {
+    /* C 2x2 with a bias of 3 values. */
+    Memref2 a2 = memref2(a, 2, 2), b2 = memref2(b, 2, 2), c2 = memref2(c, 2, 2);
+    Memref1 bias = memref1(flat, 3), none = memref1(flat, 0);
+    tprt_mlir_gemm_epilogue_f32(0, 0, 0, 2, &a2, 2, &b2, 1, &none, 1, &bias,
+                                2, &c2);
   } else if (argc == 1) {
     batched(0, 0);
     batched(1, 0);
@@ -181,12 +254,16 @@ int main(int argc, char **argv) {
     sharedA3(0, 1);
     sharedA3(1, 0);
     sharedA3(1, 1);
+    epilogue(0, 0, 1, 1);
+    epilogue(1, 1, 1, 0);
+    epilogue(0, 1, 0, 1);
+    epilogue(1, 0, 0, 0);
     tprt_finalize(ctx);
     printf("model-abi: %d failed\n", failures);
     return failures ? 1 : 0;
   } else {
     fprintf(stderr, "usage: tprt-model-abi-test "
-                    "[bad-rank|bad-batch|bad-shape|bad-shared-a]\n");
+                    "[bad-rank|bad-batch|bad-shape|bad-shared-a|bad-bias]\n");
     return 2;
   }
   printf("the bad call returned\n");

@@ -144,7 +144,8 @@ bool gpuLaunch(Target target, int devices, llvm::StringRef runner,
     // The emulated libraries, found next to libtprt_cuda.so.
     llvm::SmallString<256> lib(libraryDir);
     std::string path;
-    for (const char *folder : {"mock-cuda", "mock-nccl", "mock-cublas"}) {
+    for (const char *folder : {"mock-cuda", "mock-nccl", "mock-cublas",
+                               "mock-cublaslt"}) {
       llvm::SmallString<256> dir(lib);
       llvm::sys::path::append(dir, folder);
       if (!llvm::sys::fs::is_directory(dir)) {

@@ -93,6 +93,12 @@ struct LowerGPUOptions : public PassPipelineOptions<LowerGPUOptions> {
                      "is faster than the unfused path), tensor-core or "
                      "cuda-core (that kernel, always fused)"),
       llvm::cl::init("auto")};
+  PassOptions::Option<bool> gemmEpilogues{
+      *this, "gemm-epilogues",
+      llvm::cl::desc("Fuse a bias, a residual add and a relu/tanh-GELU "
+                     "after a GEMM into the GEMM call (tp-gemm-epilogues: "
+                     "cuBLASLt epilogues); false keeps them a kernel"),
+      llvm::cl::init(true)};
   PassOptions::Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("Stop early, for inspection: 'gemm' (GEMM calls on "

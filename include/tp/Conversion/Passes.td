@@ -274,6 +274,45 @@ def GroupGemmsPass : Pass<"tp-group-gemms", "::mlir::ModuleOp"> {
   ];
 }
 
+def GemmEpiloguesPass : Pass<"tp-gemm-epilogues", "::mlir::ModuleOp"> {
+  let summary = "Fuse a bias, a residual add and an activation after a GEMM "
+                "into the GEMM call (cuBLASLt epilogues, GPU path)";
+  let description = [{
+    After `tp-fuse-elementwise`, on tensors: a 2-D GEMM call
+    (`tprt_mlir_gemm_<t>`) whose product (or its `tensor.expand_shape`)
+    has one use, an all-parallel `linalg.generic` that reads it through the
+    identity map, at most one addend of its shape (identity map) and at
+    most one bias of its columns (a map reading exactly C's column
+    dimensions), and whose body computes act(c + addend + bias) for act in
+    none, relu, gelu_tanh, becomes one
+    `tprt_mlir_gemm_epilogue_<t>(trans_a, trans_b, activation, A, B,
+    addend, bias, C)` call (a `memref<0xT>` where there is no addend or
+    bias): one cuBLASLt matmul on GPUs instead of a GEMM and a kernel that
+    reads and writes C again. The body is judged by its values, not its
+    spelling: its arith/math ops are evaluated on sample points and
+    compared with each candidate within the element type's tolerance
+    (relu as max or select, tanh-GELU in any algebraic form match;
+    erf-GELU does not); an op that cannot be evaluated refuses. A generic
+    that reads the product but does not match gets a remark saying which
+    part did not. Shared-A and batched GEMMs are left alone.
+
+    ```mlir
+    // before
+    call @tprt_mlir_gemm_bf16(%f, %t, %x, %w, %c) ...
+    %p = bufferization.to_tensor %buf ...
+    %y = linalg.generic ins(%p, %bias, %res) ... {
+      %s = arith.addf %in, %b ; %r = arith.addf %s, %res ; gelu(%r) ...}
+    // after
+    call @tprt_mlir_gemm_epilogue_bf16(%f, %t, %c2, %x, %w, %res, %bias, %y)
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
 def FuseElementwisePass : Pass<"tp-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Elementwise fusion that also recomputes cheap unary "
                 "producers in each of their consumers (GPU path)";

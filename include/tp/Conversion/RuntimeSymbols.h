@@ -32,6 +32,11 @@ inline constexpr llvm::StringLiteral kBatchedGemm = "batched_gemm";
 inline constexpr llvm::StringLiteral kGemmSharedA = "gemm_shared_a";
 inline constexpr int kMaxSharedAGemms = 4;
 
+/// `tprt_mlir_gemm_epilogue_<suffix>` (i32 trans_a, i32 trans_b, i32
+/// activation, A, B, addend, bias, C): C = act(op(A) op(B) + addend + bias),
+/// a `memref<0xT>` for an absent addend or bias (tp-gemm-epilogues).
+inline constexpr llvm::StringLiteral kGemmEpilogue = "gemm_epilogue";
+
 /// `tprt_mlir_slice_<suffix>` (i64 dim, i64 axes_mask, in, out): copies
 /// this device's block of `in` along `dim`.
 inline constexpr llvm::StringLiteral kSlice = "slice";

@@ -20,7 +20,10 @@
 //    next-to-last one when trans_a). A shared-A call
 //    (`tprt_mlir_gemm_shared_a<N>_<t>`: trans_a, trans_b, A, B_0..B_N-1,
 //    C_0..C_N-1) is one GEMM entry with batch N: it reads A once and every
-//    B_i, writes every C_i, and does the N products' flops. Any other call (collectives, and any
+//    B_i, writes every C_i, and does the N products' flops. A GEMM with an
+//    epilogue (`tprt_mlir_gemm_epilogue_<t>`: trans_a, trans_b, activation,
+//    A, B, addend, bias, C) is one GEMM that also reads the addend and the
+//    bias (none: a memref<0xT>, 0 bytes). Any other call (collectives, and any
 //    entry point added later, e.g. a fused attention) follows the runtime
 //    ABI's "outputs last": its last memref operand is written and the others
 //    are read. Unranked operands are traced through memref.cast to the
@@ -482,9 +485,41 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
     // A, B_0..B_N-1, C_0..C_N-1, which run together and read A once.
     bool sharedA =
         call.getCallee().starts_with(prefix + runtime::kGemmSharedA.str());
+    bool epilogue = call.getCallee().starts_with(
+        prefix + runtime::kGemmEpilogue.str() + "_");
     bool isGemm = sharedA || call.getCallee().starts_with(gemm) ||
                   call.getCallee().starts_with(batched);
-    if (isGemm) {
+    if (epilogue) {
+      // trans_a, trans_b, activation, A, B, addend, bias, C: one GEMM
+      // whose epilogue reads the addend and the bias (memref<0xT>: none).
+      if (buffers.size() != 5 || call.getNumOperands() != 8)
+        return call.emitOpError()
+               << "is not a GEMM epilogue call of the runtime ABI (trans_a, "
+                  "trans_b, activation, A, B, addend, bias, C)";
+      e.kind = "gemm";
+      MemRefType a = rankedType(buffers[0]), c = rankedType(buffers[4]);
+      std::optional<int64_t> transA = getConstantIntValue(call.getOperand(0));
+      if (!a || !c || !a.hasStaticShape() || !c.hasStaticShape() ||
+          a.getRank() != 2 || c.getRank() != 2 || !transA)
+        return call.emitOpError()
+               << "has GEMM operands whose shapes the cost report cannot "
+                  "read";
+      int64_t k = a.getDimSize(*transA ? 0 : 1);
+      int64_t m = c.getDimSize(0), n = c.getDimSize(1);
+      e.gemmShape = {1, m, n, k};
+      for (Value v : ArrayRef<Value>(buffers).drop_back())
+        e.read += bytes(v, report);
+      e.written = bytes(buffers[4], report);
+      e.flops = 2 * m * n * k;
+      if (isArgument(buffers[0]) || isArgument(buffers[1]))
+        for (Value v : buffers)
+          activation(v);
+      bool sixteenBit = a.getElementType().getIntOrFloatBitWidth() <= 16;
+      report.sixteenBit &= sixteenBit;
+      e.time = gpucost::gemmTime(1, m, n, k, sixteenBit,
+                                 double(e.read + e.written), device);
+      report.gemms.add(e);
+    } else if (isGemm) {
       int64_t products = (int64_t(buffers.size()) - 1) / 2;
       if (products < 1 || buffers.size() != size_t(1 + 2 * products) ||
           call.getNumOperands() != 2 + buffers.size() ||

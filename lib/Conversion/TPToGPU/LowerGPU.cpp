@@ -7,6 +7,8 @@
 //   tp-gemm-to-runtime, convert-tp-to-runtime      GEMMs, collectives → tprt
 //   tp-fuse-softmax                                softmax: one row kernel
 //   linalg-fuse-elementwise-ops                    fewer, larger kernels
+//   tp-gemm-epilogues                              bias/residual/activation
+//                                                  into the GEMM (cuBLASLt)
 //   one-shot-bufferize, buffer-results-to-out-params,
 //   buffer-deallocation-pipeline                   buffers, freed after use
 //   tp-linalg-to-gpu, gpu-launch-sink-index-computations,
@@ -216,6 +218,9 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   // producers (casts) in each consumer.
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
+  // A bias, residual and activation after a GEMM: its cuBLASLt epilogue.
+  if (options.gemmEpilogues)
+    pm.addPass(createGemmEpiloguesPass());
   // Transcendentals of indices (rotary angles) once per distinct index.
   pm.addPass(createTabulateIndexMathPass());
   // A fill shared by several reductions would be one buffer copied for each

@@ -273,6 +273,32 @@ TPRT_API tprt_status tprt_gemm_shared_a(
     const void *const *b, int64_t ldb, float beta, void *const *c,
     int64_t ldc, int count, void *stream);
 
+/* The activation of tprt_gemm_epilogue. */
+typedef enum tprt_activation {
+  TPRT_ACTIVATION_NONE = 0,
+  TPRT_ACTIVATION_RELU = 1,       /* max(x, 0) */
+  TPRT_ACTIVATION_GELU_TANH = 2   /* 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) */
+} tprt_activation;
+
+/* Row-major C = act(op(A) op(B) + addend + bias), with op(A) m x k, op(B)
+ * k x n and C m x n as in tprt_gemm (alpha 1, beta 0); `addend` is an
+ * m x n matrix with row stride ld_addend (NULL: none; ld_addend is then
+ * ignored), `bias` n elements added to every row (NULL: none), all in
+ * `dtype` (f32, f64, f16, bf16) and in the context's memory. The sum is
+ * formed in f32 (f64 for f64), the activation applied, and the result
+ * rounded once. `activation` is a tprt_activation; GELU_TANH is the tanh
+ * approximation cuBLASLt's GELU epilogue computes. The addend may be C
+ * itself (the same pointer and ld_addend == ldc: C += act(...) is not
+ * meant, C = act(op(A) op(B) + C + bias) is); otherwise it must not
+ * overlap C, and neither may the bias. One cublasLtMatmul with a fused
+ * epilogue on GPU backends, the host GEMM and one pass over C on the CPU
+ * ones; counted as one GEMM in tprt_stats. */
+TPRT_API tprt_status tprt_gemm_epilogue(
+    tprt_context *ctx, tprt_dtype dtype, int trans_a, int trans_b, int64_t m,
+    int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+    int64_t ldb, const void *addend, int64_t ld_addend, const void *bias,
+    int activation, void *c, int64_t ldc, void *stream);
+
 /* One line naming the BLAS behind the host's products (the CPU backends'
  * tprt_gemm): the library and its version, its kernel and who chose it, and
  * the threads, e.g. "OpenBLAS 0.3.21, core Cooperlake (picked by tprt from

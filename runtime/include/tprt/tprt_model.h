@@ -51,7 +51,12 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
  * cuBLAS batched call over pointer arrays on GPU backends, reading A once):
  * the arguments are trans_a, trans_b, A, B_0..B_{N-1}, then C_0..C_{N-1}
  * (outputs last), all 2-D, every B_i of one shape and every C_i of one
- * shape. The integer variants fail (there is no integer product).
+ * shape. tprt_mlir_gemm_epilogue_* computes C = act(op(A) op(B) + addend
+ * + bias) with tprt_gemm_epilogue (one cublasLtMatmul with a fused
+ * epilogue on GPU backends): `activation` is a tprt_activation, A, B,
+ * addend and C are 2-D and bias is 1-D (C's columns); an addend or bias
+ * with no elements (e.g. a memref<0xT>, of any rank) means none. The
+ * integer variants fail (there is no integer product).
  * On GPU backends every buffer is device memory. */
 #define TPRT_MODEL_COLLECTIVES(SUFFIX)                                         \
   TPRT_API void tprt_mlir_all_reduce_##SUFFIX(                                \
@@ -89,7 +94,12 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
       int64_t b0_rank, void *b0_desc, int64_t b1_rank, void *b1_desc,          \
       int64_t b2_rank, void *b2_desc, int64_t b3_rank, void *b3_desc,          \
       int64_t c0_rank, void *c0_desc, int64_t c1_rank, void *c1_desc,          \
-      int64_t c2_rank, void *c2_desc, int64_t c3_rank, void *c3_desc);
+      int64_t c2_rank, void *c2_desc, int64_t c3_rank, void *c3_desc);      \
+  TPRT_API void tprt_mlir_gemm_epilogue_##SUFFIX(                             \
+      int32_t trans_a, int32_t trans_b, int32_t activation, int64_t a_rank,    \
+      void *a_desc, int64_t b_rank, void *b_desc, int64_t addend_rank,         \
+      void *addend_desc, int64_t bias_rank, void *bias_desc, int64_t c_rank,   \
+      void *c_desc);
 
 TPRT_MODEL_COLLECTIVES(f32)
 TPRT_MODEL_COLLECTIVES(f16)

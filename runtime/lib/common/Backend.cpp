@@ -60,6 +60,16 @@ tprt_status Backend::sharedAGemm(tprt_dtype dtype, bool transA, bool transB,
   return TPRT_OK;
 }
 
+tprt_status Backend::gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
+                                  int64_t m, int64_t n, int64_t k,
+                                  const void *a, int64_t lda, const void *b,
+                                  int64_t ldb, const void *addend,
+                                  int64_t ldAddend, const void *bias,
+                                  int activation, void *c, int64_t ldc) {
+  return hostGemmEpilogue(dtype, transA, transB, m, n, k, a, lda, b, ldb,
+                          addend, ldAddend, bias, activation, c, ldc);
+}
+
 tprt_status Backend::allocate(size_t bytes, void **out) {
   if (bytes == 0) {
     *out = nullptr;

@@ -97,6 +97,18 @@ public:
                                   const void *const *b, int64_t ldb, float beta,
                                   void *const *c, int64_t ldc, int count);
 
+  /// Row-major C = act(op(A) op(B) + addend + bias) (see
+  /// tprt_gemm_epilogue), arguments already checked, m and n > 0; addend
+  /// and bias may be null. The default multiplies on the host in f32 (f64)
+  /// and makes one pass over C (hostGemmEpilogue); GPU backends run one
+  /// cuBLASLt matmul with a fused epilogue.
+  virtual tprt_status gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
+                                   int64_t m, int64_t n, int64_t k,
+                                   const void *a, int64_t lda, const void *b,
+                                   int64_t ldb, const void *addend,
+                                   int64_t ldAddend, const void *bias,
+                                   int activation, void *c, int64_t ldc);
+
   /// Buffers for collectives; the defaults use 64-byte aligned host memory.
   virtual tprt_status allocate(size_t bytes, void **out);
   virtual void release(void *ptr);

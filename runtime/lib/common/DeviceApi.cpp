@@ -2,7 +2,8 @@
 //
 // The calls a runner needs to drive a GPU backend the same way as a CPU one:
 // tprt_memory_is_device, tprt_memcpy and tprt_synchronize; the topology
-// queries; tprt_gemm_strided_batched and tprt_gemm_shared_a.
+// queries; tprt_gemm_strided_batched, tprt_gemm_shared_a and
+// tprt_gemm_epilogue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -242,6 +243,83 @@ TPRT_EXPORT tprt_status tprt_gemm_shared_a(
     ctx->stats.gemm_calls += uint64_t(count);
     ctx->stats.gemm_flops +=
         2.0 * double(m) * double(n) * double(k) * double(count);
+    return TPRT_OK;
+  });
+}
+
+namespace {
+
+/// Whether [first, first + firstBytes) and [second, second + secondBytes)
+/// intersect (conservative for strided matrices: their hulls).
+bool spansOverlap(const void *first, uint64_t firstBytes, const void *second,
+                  uint64_t secondBytes) {
+  uintptr_t x = reinterpret_cast<uintptr_t>(first),
+            y = reinterpret_cast<uintptr_t>(second);
+  return x < y + secondBytes && y < x + firstBytes;
+}
+
+} // namespace
+
+TPRT_EXPORT tprt_status tprt_gemm_epilogue(
+    tprt_context *ctx, tprt_dtype dtype, int trans_a, int trans_b, int64_t m,
+    int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+    int64_t ldb, const void *addend, int64_t ld_addend, const void *bias,
+    int activation, void *c, int64_t ldc, void *stream) {
+  ApiScope scope("tprt_gemm_epilogue");
+  (void)stream;
+  return guard([&]() -> tprt_status {
+    if (tprt_status status =
+            checkGemm(ctx, dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc))
+      return status;
+    if (activation != TPRT_ACTIVATION_NONE &&
+        activation != TPRT_ACTIVATION_RELU &&
+        activation != TPRT_ACTIVATION_GELU_TANH)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "activation %d is not a tprt_activation (0 none, 1 relu, "
+                  "2 gelu_tanh)",
+                  activation);
+    if (addend && ld_addend < std::max<int64_t>(1, n))
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "ld_addend is %lld, smaller than the %lld columns of the "
+                  "addend",
+                  static_cast<long long>(ld_addend), static_cast<long long>(n));
+    bool missingA = !a && m > 0 && k > 0;
+    bool missingB = !b && k > 0 && n > 0;
+    bool missingC = !c && m > 0 && n > 0;
+    if (missingA || missingB || missingC)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
+                  missingA   ? "a"
+                  : missingB ? "b"
+                             : "c");
+    if (m == 0 || n == 0)
+      return TPRT_OK;
+    size_t es = dtypeSize(dtype);
+    uint64_t cBytes = (uint64_t(m - 1) * uint64_t(ldc) + uint64_t(n)) * es;
+    // The addend is read while C is written: C itself (same rows) or
+    // elsewhere.
+    if (addend && !(addend == c && ld_addend == ldc)) {
+      uint64_t addendBytes =
+          (uint64_t(m - 1) * uint64_t(ld_addend) + uint64_t(n)) * es;
+      if (spansOverlap(addend, addendBytes, c, cBytes))
+        return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                    "the addend overlaps C without being C (the same pointer "
+                    "with ld_addend == ldc)");
+    }
+    if (bias && spansOverlap(bias, uint64_t(n) * es, c, cBytes))
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "the bias overlaps C");
+
+    Backend::TimerMark mark;
+    ctx->backend->timerBegin(mark);
+    tprt_status status = ctx->backend->gemmEpilogue(
+        dtype, trans_a != 0, trans_b != 0, m, n, k, a, lda, b, ldb, addend,
+        addend ? ld_addend : n, bias, activation, c, ldc);
+    if (status) {
+      ctx->backend->timerCancel(mark);
+      return status;
+    }
+    ctx->backend->timerEnd(mark, &ctx->stats.gemm_seconds);
+    ctx->stats.gemm_calls += 1;
+    ctx->stats.gemm_flops += 2.0 * double(m) * double(n) * double(k);
     return TPRT_OK;
   });
 }

@@ -4,7 +4,8 @@
 // BLAS that HostBlas.h loads. f16 and bf16 operands are widened into dense
 // f32 copies, multiplied by cblas_sgemm (so products accumulate in f32), and
 // C is rounded back to nearest-even. Without a BLAS a plain triple loop
-// stands in.
+// stands in. hostGemmEpilogue multiplies into a dense f32 (f64) scratch
+// matrix and adds the addend and bias, activates and rounds in one pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -125,4 +126,95 @@ tprt_status tprt::hostGemm(tprt_dtype dtype, bool transA, bool transB,
   }
   return fail(TPRT_ERROR_INVALID_ARGUMENT, "dtype %s is not supported",
               dtypeName(dtype));
+}
+
+namespace {
+
+/// One row of the epilogue: out = act(acc + addend + bias), rounded once.
+template <typename Wide>
+void epilogueRow(tprt_dtype dtype, const Wide *acc, const char *addend,
+                 const char *bias, int activation, char *out, int64_t n) {
+  std::vector<float> addendRow, biasRow;
+  if (dtype == TPRT_F16 || dtype == TPRT_BF16) {
+    if (addend) {
+      addendRow.resize(size_t(n));
+      toFloat(dtype, addend, addendRow.data(), size_t(n));
+    }
+    if (bias) {
+      biasRow.resize(size_t(n));
+      toFloat(dtype, bias, biasRow.data(), size_t(n));
+    }
+  }
+  std::vector<float> row(dtype == TPRT_F16 || dtype == TPRT_BF16 ? size_t(n)
+                                                                 : 0);
+  for (int64_t j = 0; j < n; ++j) {
+    Wide v = acc[j];
+    if (dtype == TPRT_F32 || dtype == TPRT_F64) {
+      if (addend)
+        v += reinterpret_cast<const Wide *>(addend)[j];
+      if (bias)
+        v += reinterpret_cast<const Wide *>(bias)[j];
+      reinterpret_cast<Wide *>(out)[j] = applyActivation(activation, v);
+    } else {
+      if (addend)
+        v += Wide(addendRow[size_t(j)]);
+      if (bias)
+        v += Wide(biasRow[size_t(j)]);
+      row[size_t(j)] = float(applyActivation(activation, v));
+    }
+  }
+  if (!row.empty())
+    fromFloat(dtype, row.data(), out, size_t(n));
+}
+
+} // namespace
+
+tprt_status tprt::hostGemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
+                                   int64_t m, int64_t n, int64_t k,
+                                   const void *a, int64_t lda, const void *b,
+                                   int64_t ldb, const void *addend,
+                                   int64_t ldAddend, const void *bias,
+                                   int activation, void *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return TPRT_OK;
+  size_t es = dtypeSize(dtype);
+  char *outC = static_cast<char *>(c);
+  const char *add = static_cast<const char *>(addend);
+  const char *bs = static_cast<const char *>(bias);
+  if (dtype == TPRT_F64) {
+    std::vector<double> acc(size_t(m * n));
+    if (tprt_status status = hostGemm(dtype, transA, transB, m, n, k, 1.0f, a,
+                                      lda, b, ldb, 0.0f, acc.data(), n))
+      return status;
+    for (int64_t i = 0; i < m; ++i)
+      epilogueRow(dtype, acc.data() + i * n,
+                  add ? add + size_t(i * ldAddend) * es : nullptr, bs,
+                  activation, outC + size_t(i * ldc) * es, n);
+    return TPRT_OK;
+  }
+  if (dtype != TPRT_F32 && dtype != TPRT_F16 && dtype != TPRT_BF16)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "dtype %s is not supported",
+                dtypeName(dtype));
+  // The product in f32, unrounded: f16 and bf16 operands widened.
+  std::vector<float> acc(size_t(m * n));
+  if (dtype == TPRT_F32) {
+    if (tprt_status status = hostGemm(dtype, transA, transB, m, n, k, 1.0f, a,
+                                      lda, b, ldb, 0.0f, acc.data(), n))
+      return status;
+  } else {
+    int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
+    int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
+    std::vector<float> wideA = widen(dtype, a, rowsA, colsA, lda);
+    std::vector<float> wideB = widen(dtype, b, rowsB, colsB, ldb);
+    if (tprt_status status = hostGemm(
+            TPRT_F32, transA, transB, m, n, k, 1.0f, wideA.data(),
+            colsA > 0 ? colsA : 1, wideB.data(), colsB > 0 ? colsB : 1, 0.0f,
+            acc.data(), n))
+      return status;
+  }
+  for (int64_t i = 0; i < m; ++i)
+    epilogueRow(dtype, acc.data() + i * n,
+                add ? add + size_t(i * ldAddend) * es : nullptr, bs,
+                activation, outC + size_t(i * ldc) * es, n);
+  return TPRT_OK;
 }

@@ -10,6 +10,7 @@
 
 #include "tprt/tprt.h"
 
+#include <cmath>
 #include <cstdint>
 
 namespace tprt {
@@ -19,6 +20,33 @@ tprt_status hostGemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
                      int64_t n, int64_t k, float alpha, const void *a,
                      int64_t lda, const void *b, int64_t ldb, float beta,
                      void *c, int64_t ldc);
+
+/// Row-major C = act(op(A) op(B) + addend + bias) with checked arguments
+/// (see tprt_gemm_epilogue): the product in f32 (f64 for f64) into a dense
+/// scratch matrix, then one pass that adds, activates and rounds once.
+/// `addend` may equal `c` (with ldAddend == ldc); either may be null.
+tprt_status hostGemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
+                             int64_t m, int64_t n, int64_t k, const void *a,
+                             int64_t lda, const void *b, int64_t ldb,
+                             const void *addend, int64_t ldAddend,
+                             const void *bias, int activation, void *c,
+                             int64_t ldc);
+
+/// The activation of a GEMM epilogue (a tprt_activation) on one value,
+/// in the precision of T (float for f32, f16 and bf16; double for f64).
+template <typename T> inline T applyActivation(int activation, T x) {
+  switch (activation) {
+  case TPRT_ACTIVATION_RELU:
+    return x > T(0) ? x : T(0);
+  case TPRT_ACTIVATION_GELU_TANH: {
+    const T kSqrt2OverPi = T(0.7978845608028654);
+    return T(0.5) * x *
+           (T(1) + std::tanh(kSqrt2OverPi * (x + T(0.044715) * x * x * x)));
+  }
+  default:
+    return x;
+  }
+}
 
 } // namespace tprt
 

@@ -22,9 +22,16 @@ const char *cuda::cublasText(cublasStatus_t status) {
 }
 
 Cublas::~Cublas() {
-  if ((!handle && !pointerArrays) || !currentDevice() ||
+  if ((!handle && !pointerArrays && !lt) || !currentDevice() ||
       makeCurrent() != TPRT_OK)
     return;
+  if (lt) {
+    // The last epilogue GEMM may still use the workspace.
+    cuStreamSynchronize(stream);
+    if (ltWorkspace)
+      cuMemFree(ltWorkspace);
+    cublasLtDestroy(lt);
+  }
   if (pointerArrays) {
     // The last shared-A GEMM may still read them.
     cuStreamSynchronize(stream);
@@ -54,7 +61,7 @@ tprt_status Cublas::initialize() {
   allowTf32 = tf32 && std::strcmp(tf32, "1") == 0;
   // 16-bit GEMMs reduce in f32 even when cuBLAS splits K, unless asked.
   const char *reduced = std::getenv("TPRT_ALLOW_REDUCED_PRECISION_REDUCTION");
-  bool allowReduced = reduced && std::strcmp(reduced, "1") == 0;
+  allowReduced = reduced && std::strcmp(reduced, "1") == 0;
   if (!allowReduced) {
     status = cublasSetMathMode(
         handle, static_cast<cublasMath_t>(
@@ -245,5 +252,138 @@ tprt_status Cublas::gemmSharedA(tprt_dtype dtype, bool transA, bool transB,
                 static_cast<long long>(m), static_cast<long long>(n),
                 static_cast<long long>(k), dtypeName(dtype), count,
                 cublasText(status));
+  return TPRT_OK;
+}
+
+tprt_status Cublas::initializeLt() {
+  cublasStatus_t status = cublasLtCreate(&lt);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    lt = nullptr;
+    return fail(status == CUBLAS_STATUS_ALLOC_FAILED ? TPRT_ERROR_OUT_OF_MEMORY
+                                                     : TPRT_ERROR_BACKEND,
+                "cublasLtCreate failed: %s", cublasText(status));
+  }
+  return check(cuMemAlloc(&ltWorkspace, kLtWorkspaceBytes), "cuMemAlloc");
+}
+
+namespace {
+
+/// Destroys the cuBLASLt descriptors of one call on every path.
+struct LtDescriptors {
+  cublasLtMatmulDesc_t matmul = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  ~LtDescriptors() {
+    if (preference)
+      cublasLtMatmulPreferenceDestroy(preference);
+    for (cublasLtMatrixLayout_t layout : {a, b, c, d})
+      if (layout)
+        cublasLtMatrixLayoutDestroy(layout);
+    if (matmul)
+      cublasLtMatmulDescDestroy(matmul);
+  }
+};
+
+cublasLtEpilogue_t ltEpilogue(bool bias, int activation) {
+  switch (activation) {
+  case TPRT_ACTIVATION_RELU:
+    return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  case TPRT_ACTIVATION_GELU_TANH:
+    return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  default:
+    return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  }
+}
+
+} // namespace
+
+tprt_status Cublas::gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
+                                 int64_t m, int64_t n, int64_t k,
+                                 const void *a, int64_t lda, const void *b,
+                                 int64_t ldb, const void *addend,
+                                 int64_t ldAddend, const void *bias,
+                                 int activation, void *c, int64_t ldc) {
+  Setup setup;
+  if (tprt_status status = prepare(dtype, 1.0f, addend ? 1.0f : 0.0f, setup))
+    return status;
+  if (!lt)
+    if (tprt_status status = initializeLt())
+      return status;
+  cudaDataType scaleType = setup.doubleScalars ? CUDA_R_64F : CUDA_R_32F;
+  cublasLtEpilogue_t epilogue = ltEpilogue(bias != nullptr, activation);
+  auto failed = [&](const char *call, cublasStatus_t status) {
+    return fail(status == CUBLAS_STATUS_ALLOC_FAILED ? TPRT_ERROR_OUT_OF_MEMORY
+                                                     : TPRT_ERROR_BACKEND,
+                "%s for the %lldx%lldx%lld GEMM (%s, epilogue %d) failed: %s",
+                call, static_cast<long long>(m), static_cast<long long>(n),
+                static_cast<long long>(k), dtypeName(dtype),
+                static_cast<int>(epilogue), cublasText(status));
+  };
+#define TPRT_LT(call, ...)                                                     \
+  if (cublasStatus_t s = call(__VA_ARGS__); s != CUBLAS_STATUS_SUCCESS)        \
+    return failed(#call, s);
+
+  // Column-major: D (n x m) = op(B)^T-slot x op(A)^T-slot, as in gemm().
+  LtDescriptors desc;
+  TPRT_LT(cublasLtMatmulDescCreate, &desc.matmul, setup.compute, scaleType);
+  cublasOperation_t opFirst = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TPRT_LT(cublasLtMatmulDescSetAttribute, desc.matmul,
+          CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof(opFirst));
+  TPRT_LT(cublasLtMatmulDescSetAttribute, desc.matmul,
+          CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof(opSecond));
+  TPRT_LT(cublasLtMatmulDescSetAttribute, desc.matmul,
+          CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+  if (bias) {
+    TPRT_LT(cublasLtMatmulDescSetAttribute, desc.matmul,
+            CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+    cudaDataType biasType = setup.type;
+    TPRT_LT(cublasLtMatmulDescSetAttribute, desc.matmul,
+            CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType, sizeof(biasType));
+  }
+  // The stored matrices: our B is n columns wide (k x n, or n x k when
+  // transposed), our A k or m wide; row-major rows are column-major
+  // columns.
+  TPRT_LT(cublasLtMatrixLayoutCreate, &desc.a, setup.type,
+          uint64_t(transB ? k : n), uint64_t(transB ? n : k), ldb);
+  TPRT_LT(cublasLtMatrixLayoutCreate, &desc.b, setup.type,
+          uint64_t(transA ? m : k), uint64_t(transA ? k : m), lda);
+  TPRT_LT(cublasLtMatrixLayoutCreate, &desc.d, setup.type, uint64_t(n),
+          uint64_t(m), ldc);
+  TPRT_LT(cublasLtMatrixLayoutCreate, &desc.c, setup.type, uint64_t(n),
+          uint64_t(m), addend ? ldAddend : ldc);
+
+  AlgoKey key{int(dtype), transA, transB, m, n, k, lda, ldb, ldc,
+              addend ? ldAddend : 0, int(epilogue), addend != nullptr};
+  auto found = algorithms.find(key);
+  if (found == algorithms.end()) {
+    TPRT_LT(cublasLtMatmulPreferenceCreate, &desc.preference);
+    uint64_t workspace = kLtWorkspaceBytes;
+    TPRT_LT(cublasLtMatmulPreferenceSetAttribute, desc.preference,
+            CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+            sizeof(workspace));
+    if (!allowReduced) {
+      // Split-K partial sums in the compute type only (not in bf16/f16).
+      uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE |
+                         CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      TPRT_LT(cublasLtMatmulPreferenceSetAttribute, desc.preference,
+              CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+              sizeof(schemes));
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    TPRT_LT(cublasLtMatmulAlgoGetHeuristic, lt, desc.matmul, desc.a, desc.b,
+            desc.c, desc.d, desc.preference, 1, &result, &returned);
+    if (returned < 1)
+      return failed("cublasLtMatmulAlgoGetHeuristic",
+                    CUBLAS_STATUS_NOT_SUPPORTED);
+    found = algorithms.emplace(key, result).first;
+  }
+  const cublasLtMatmulHeuristicResult_t &algo = found->second;
+  TPRT_LT(cublasLtMatmul, lt, desc.matmul, setup.alpha(), b, desc.a, a,
+          desc.b, setup.beta(), addend ? addend : c, desc.c, c, desc.d,
+          &algo.algo, reinterpret_cast<void *>(ltWorkspace),
+          algo.workspaceSize, reinterpret_cast<cudaStream_t>(stream));
+#undef TPRT_LT
   return TPRT_OK;
 }

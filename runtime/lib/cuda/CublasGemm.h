@@ -27,6 +27,18 @@
 // one): a ring of kPointerSlots slots, each reused only after the event
 // recorded behind its copy has completed.
 //
+// GEMMs with an epilogue (tprt_gemm_epilogue: C = act(op(A) op(B) + addend
+// + bias)) are one cublasLtMatmul: the bias and the activation in the
+// matmul descriptor's epilogue (BIAS, RELU_BIAS, GELU_BIAS, RELU, GELU),
+// the addend as cuBLASLt's C with beta = 1 (D is the output), f32 compute
+// (f64 for f64) and split-K reductions restricted to none or the compute
+// type (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK) unless
+// TPRT_ALLOW_REDUCED_PRECISION_REDUCTION=1. In the column-major view D^T
+// = op(B)^T op(A)^T the row-major bias (one value per column of C) is one
+// value per row of D, which is what cuBLASLt's bias epilogue adds. The
+// Lt handle and a kLtWorkspaceBytes workspace are created at the first
+// such call; the heuristic's first algorithm is cached per shape.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TPRT_CUDA_CUBLASGEMM_H
@@ -34,8 +46,12 @@
 
 #include "tprt/tprt.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda.h>
+
+#include <map>
+#include <tuple>
 
 
 namespace tprt {
@@ -66,8 +82,19 @@ public:
                           int64_t lda, const void *const *b, int64_t ldb,
                           float beta, void *const *c, int64_t ldc, int count);
 
+  /// C = act(op(A) op(B) + addend + bias) as one cublasLtMatmul (see
+  /// tprt_gemm_epilogue); addend and bias may be null.
+  tprt_status gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
+                           int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t lda, const void *b, int64_t ldb,
+                           const void *addend, int64_t ldAddend,
+                           const void *bias, int activation, void *c,
+                           int64_t ldc);
+
 private:
   tprt_status initialize();
+  /// Creates the Lt handle and its workspace at the first epilogue GEMM.
+  tprt_status initializeLt();
   /// What one cuBLAS call needs: the data and compute types of a dtype,
   /// and alpha and beta as cuBLAS reads them (doubles for f64).
   struct Setup {
@@ -96,6 +123,16 @@ private:
   CUstream stream = nullptr;
   cublasHandle_t handle = nullptr;
   bool allowTf32 = false;
+  bool allowReduced = false;
+  /// cuBLASLt: the handle, the workspace every epilogue GEMM may use, and
+  /// the heuristic's first algorithm per (dtype, trans flags, m, n, k,
+  /// leading dimensions, epilogue, addend).
+  static constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;
+  cublasLtHandle_t lt = nullptr;
+  CUdeviceptr ltWorkspace = 0;
+  using AlgoKey = std::tuple<int, bool, bool, int64_t, int64_t, int64_t,
+                             int64_t, int64_t, int64_t, int64_t, int, bool>;
+  std::map<AlgoKey, cublasLtMatmulHeuristicResult_t> algorithms;
   /// gemmSharedA's pointer arrays: kPointerSlots slots of slotEntries
   /// pointers each, in pinned host memory and in device memory, with an
   /// event per slot recorded after its copy. Grown (all slots) when a

@@ -198,6 +198,51 @@ void gemm(tprt_dtype dtype, int32_t transA, int32_t transB, int64_t aRank,
         op);
 }
 
+/// C = act(op(A) op(B) + addend + bias) on contiguous buffers: A, B,
+/// addend and C 2-D, bias 1-D; an addend or bias with no elements is none.
+void gemmEpilogue(tprt_dtype dtype, int32_t transA, int32_t transB,
+                  int32_t activation, int64_t aRank, void *aDesc,
+                  int64_t bRank, void *bDesc, int64_t addendRank,
+                  void *addendDesc, int64_t biasRank, void *biasDesc,
+                  int64_t cRank, void *cDesc) {
+  const char *op = "gemm_epilogue";
+  size_t bytes = bytesOf(dtype);
+  if (aRank != 2 || bRank != 2 || cRank != 2)
+    fail(op, "A, B and C must be 2-D");
+  Tensor a = readDescriptor(aRank, aDesc, bytes, op);
+  Tensor b = readDescriptor(bRank, bDesc, bytes, op);
+  Tensor c = readDescriptor(cRank, cDesc, bytes, op);
+  Tensor addend = readDescriptor(addendRank, addendDesc, bytes, op);
+  Tensor bias = readDescriptor(biasRank, biasDesc, bytes, op);
+  auto elements = [](const Tensor &t, int64_t rank) {
+    int64_t count = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      count *= t.shape[size_t(d)];
+    return count;
+  };
+  int64_t m = c.shape[0], n = c.shape[1];
+  int64_t k = transA ? a.shape[0] : a.shape[1];
+  if ((transA ? a.shape[1] : a.shape[0]) != m ||
+      (transB ? b.shape[1] : b.shape[0]) != k ||
+      (transB ? b.shape[0] : b.shape[1]) != n)
+    fail(op, "the operand shapes do not match C = op(A) op(B)");
+  bool hasAddend = elements(addend, addendRank) != 0;
+  bool hasBias = elements(bias, biasRank) != 0;
+  if (hasAddend &&
+      (addendRank != 2 || addend.shape[0] != m || addend.shape[1] != n))
+    fail(op, "the addend is not a matrix of C's shape");
+  if (hasBias && (biasRank != 1 || bias.shape[0] != n))
+    fail(op, "the bias is not a vector of C's columns");
+  if (!binding().ctx)
+    fail(op, "the runtime is not bound (call tprt_model_bind)");
+  check(tprt_gemm_epilogue(binding().ctx, dtype, transA, transB, m, n, k,
+                           a.data, a.shape[1], b.data, b.shape[1],
+                           hasAddend ? addend.data : nullptr, n,
+                           hasBias ? bias.data : nullptr, activation, c.data,
+                           n, nullptr),
+        op);
+}
+
 /// C[i] = op(A[i]) op(B[i]) on rank-3 contiguous buffers.
 void batchedGemm(tprt_dtype dtype, int32_t transA, int32_t transB,
                  int64_t aRank, void *aDesc, int64_t bRank, void *bDesc,
@@ -366,6 +411,15 @@ int64_t tprt_mlir_axis_index(int64_t axes_mask) {
         {c2Rank, c2Desc}, {c3Rank, c3Desc}};                                   \
     sharedAGemm(DTYPE, "gemm_shared_a4", transA, transB, aRank, aDesc, 4,      \
                 operands);                                                     \
+  }                                                                            \
+  void tprt_mlir_gemm_epilogue_##SUFFIX(                                      \
+      int32_t transA, int32_t transB, int32_t activation, int64_t aRank,       \
+      void *aDesc, int64_t bRank, void *bDesc, int64_t addendRank,             \
+      void *addendDesc, int64_t biasRank, void *biasDesc, int64_t cRank,       \
+      void *cDesc) {                                                           \
+    gemmEpilogue(DTYPE, transA, transB, activation, aRank, aDesc, bRank,       \
+                 bDesc, addendRank, addendDesc, biasRank, biasDesc, cRank,     \
+                 cDesc);                                                       \
   }
 
 TPRT_DEFINE_MODEL_COLLECTIVES(f32, TPRT_F32)

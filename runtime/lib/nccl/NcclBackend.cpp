@@ -185,6 +185,15 @@ public:
     return cublas.gemmSharedA(dtype, transA, transB, m, n, k, alpha, a, lda, b,
                               ldb, beta, c, ldc, count);
   }
+  tprt_status gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
+                           int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t lda, const void *b, int64_t ldb,
+                           const void *addend, int64_t ldAddend,
+                           const void *bias, int activation, void *c,
+                           int64_t ldc) override {
+    return cublas.gemmEpilogue(dtype, transA, transB, m, n, k, a, lda, b, ldb,
+                               addend, ldAddend, bias, activation, c, ldc);
+  }
 
   tprt_status allocate(size_t bytes, void **out) override;
   void release(void *ptr) override;
