@@ -357,7 +357,10 @@ class Bench:
                   "(weights read once, activations written once, no score tensor: the "
                   "arguments plus every activation a library reads or writes, once; "
                   "docs/passes/lower-gpu.md), and the arguments alone are the bound no "
-                  "library-based implementation approaches. Before/after figures: "
+                  "library-based implementation approaches. Then torch-mlir's 7B-class "
+                  "exports (test/frontends/Inputs/*-l1.mlir: f32, 128 tokens, with "
+                  "embedding and LM head) at tp = 1 and 8, one row each, their roofline "
+                  "at the f32 peaks. Before/after figures and what the ratios show: "
                   "docs/gpu.md.")
         self.emit()
         r = run(["bash", os.path.join(self.root, "bench", "gpu-cost.sh"), self.build])

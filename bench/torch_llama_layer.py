@@ -5,13 +5,21 @@ One Llama-2-7B decoder layer (hidden 4096, 32 heads of 128, MLP 11008,
 RMSNorm, rotary embeddings, causal attention, SwiGLU), bf16, batch 1 x 4096
 tokens, forward only, on the first CUDA device:
 
-  eager: written op for op (attention as matmul, mask, softmax, matmul)
-  sdpa:  the same layer with torch.nn.functional.scaled_dot_product_attention
-  gemm:  the chip's bf16 GEMM rate (8192^3 torch.matmul)
+  eager:     written op for op (attention as matmul, mask, softmax, matmul)
+  sdpa:      the same layer with torch.nn.functional.scaled_dot_product_attention
+  attention: the layer's attention alone, SDPA with is_causal=True on Q, K,
+             V laid out as the layer (and gpu-check's attention7b model)
+             has them, [1, 4096, 32, 128] viewed as [1, 32, 4096, 128]: the
+             default backend, then each of flash, cudnn, efficient and math
+             where PyTorch has it for these inputs
+  gemm:      the chip's bf16 GEMM rate (8192^3 torch.matmul)
 
 Prints one line each, `eager: 12.345 ms per layer`, `sdpa: ...`,
-`gemm: 8192^3 bf16 ... TFLOP/s`: medians over timed repetitions after a
-warmup, timed with CUDA events. Times are figures, never assertions.
+`attention: BACKEND: 0.321 ms, 428.1 TFLOP/s over 137.5 causal GFLOP`
+(or `attention: BACKEND: unavailable (why)`), `gemm: 8192^3 bf16 ...
+TFLOP/s`: medians over timed repetitions after a warmup, timed with CUDA
+events. Causal flops: 4 x head_dim per (query, key) pair the mask keeps,
+seq (seq + 1) / 2 per head. Times are figures, never assertions.
 """
 
 import argparse
@@ -97,6 +105,38 @@ def timed(fn, warmup, reps):
     return times[len(times) // 2]
 
 
+def attention(seq, heads, head_dim, device, dtype, reps):
+    """SDPA (is_causal=True) alone on the layer's layout, per backend."""
+    g = torch.Generator(device="cpu").manual_seed(1)
+    q, k, v = (torch.randn(1, seq, heads, head_dim, generator=g)
+               .to(device, dtype).transpose(1, 2) for _ in range(3))
+    flops = 4.0 * heads * head_dim * seq * (seq + 1) / 2
+    backends = [("default", None)]
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backends += [(name, getattr(SDPBackend, attr)) for name, attr in (
+            ("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"),
+            ("efficient", "EFFICIENT_ATTENTION"), ("math", "MATH"))
+            if hasattr(SDPBackend, attr)]
+    except ImportError:
+        sdpa_kernel = None
+    for name, backend in backends:
+        def run():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        try:
+            if backend is None:
+                t = timed(run, 3, reps)
+            else:
+                with sdpa_kernel(backend):
+                    t = timed(run, 3, reps)
+        except Exception as e:  # no kernel for these inputs, or no backend
+            print("attention: %s: unavailable (%s)" % (
+                name, str(e).strip().splitlines()[0][:120] if str(e).strip() else "error"))
+            continue
+        print("attention: %s: %.3f ms, %.1f TFLOP/s over %.1f causal GFLOP" % (
+            name, t * 1e3, flops / t / 1e12, flops / 1e9), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seq", type=int, default=4096)
@@ -113,7 +153,8 @@ def main():
     with torch.no_grad():
         for name, sdpa in (("eager", False), ("sdpa", True)):
             t = timed(lambda: layer.forward(x, cos, sin, sdpa), 3, args.reps)
-            print("%s: %.3f ms per layer" % (name, t * 1e3))
+            print("%s: %.3f ms per layer" % (name, t * 1e3), flush=True)
+        attention(args.seq, 32, 128, device, dtype, args.reps)
         n = 8192
         a = torch.randn(n, n, device=device, dtype=dtype)
         b = torch.randn(n, n, device=device, dtype=dtype)

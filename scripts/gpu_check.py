@@ -7,10 +7,11 @@ be wasted. scripts/gpu-check.sh is its command line:
                    [--timeout NAME=SECONDS]...
 
 --prepare (the build machine: LLVM, the CUDA toolkit; gpu_check_prepare.py)
-compiles the models of MODELS and LAYER_MODELS (and the GEMM models of the
-7B layer's cost reports) for the GPU, the CPU references of those checked
-against one, and copies the runtime-only runner, the runtime, its
-dependencies and Open MPI's launcher into DIR, which then needs no LLVM.
+compiles the models of MODELS, LAYER_MODELS and ATTENTION_MODELS (and the
+GEMM models of the 7B layer's cost reports) for the GPU, the CPU
+references of those checked against one, and copies the runtime-only
+runner, the runtime, its dependencies and Open MPI's launcher into DIR,
+which then needs no LLVM.
 --run (the GPU machine: python3, no LLVM, nothing to download; this file)
 executes plan(DIR).
 
@@ -25,7 +26,8 @@ How --run works:
   2. plan() lists the stages in the order they run, in two groups: every
      stage of one rank first (conformance, the models at tp=1 against
      their references, compute-sanitizer, the 7B layer fused and unfused,
-     the GEMMs, PyTorch), then the stages of several ranks sharing the GPU
+     its attention alone fused and unfused, the GEMMs (shared-A calls as
+     such), PyTorch), then the stages of several ranks sharing the GPU
      through mpirun (cuda-shared), the path that hung before: a hang there
      cannot starve a measurement of one rank.
   3. Each stage runs under its timeout, clipped to what is left of the
@@ -104,18 +106,31 @@ class Model:
     model's tp=1 output of the same run, on the device), or "" (timed
     only). lower: tp-run's --lower-gpu-options. timeouts: seconds for tp=1
     and for tp > 1 (cuda-shared). run: tp-runner's arguments beyond
-    --backend and --output.
+    --backend and --output. attention: (heads, seq, head_dim), a model
+    that is causal attention alone (bf16, batch 1; Q, K and V its inputs),
+    written by --prepare (gpu_check_prepare.attention_mlir) instead of
+    tp-run's `args`; its stages report TFLOP/s over the flops its mask
+    keeps (attention_flops).
     """
 
     def __init__(self, name, args, tps, tiny=(), check="", tol=1e-5,
-                 lower="", timeouts=(20, 30), run=()):
+                 lower="", timeouts=(20, 30), run=(), attention=None):
         self.name, self.args, self.tps, self.tiny = name, args, tps, tiny
         self.check, self.tol, self.lower = check, tol, lower
         self.timeouts, self.run = timeouts, list(run)
+        self.attention = attention
+        self.flops = attention_flops(*attention) if attention else 0
 
-    def tp_run_args(self):
-        return self.args + (["--lower-gpu-options=" + self.lower]
-                            if self.lower else [])
+    def lower_args(self):
+        return ["--lower-gpu-options=" + self.lower] if self.lower else []
+
+
+def attention_flops(heads, seq, dim, batch=1):
+    """The flops of causal attention: 2 d for Q K^T and 2 d for P V per
+    (query, key) pair the mask keeps, seq (seq + 1) / 2 of them per head
+    (the count tp-fuse-attention gives the cost report, and the
+    convention of FlashAttention's benchmarks up to the diagonal)."""
+    return 4.0 * batch * heads * dim * seq * (seq + 1) / 2
 
 
 # The models checked against their CPU reference or another model's output,
@@ -131,6 +146,14 @@ MODELS = [
           (1, 2), check="ref", tol=2e-2),
     Model("llama-mid-f32", MID, (1, 2, 4, 8), check="ref",
           timeouts=(30, 60)),
+    # Attention alone, small enough for the CPU reference and the
+    # emulator: 2 heads of 16, 64 tokens, the tensor-core kernel against
+    # the CPU, and unfused against it.
+    Model("attention-small", [], (1,), tiny=(1,), check="ref", tol=2e-2,
+          attention=(2, 64, 16)),
+    Model("attention-small-unfused", [], (1,), tiny=(1,),
+          check="attention-small", tol=2e-2, lower=UNFUSED,
+          attention=(2, 64, 16)),
 ]
 
 # The 7B layer (too large for a CPU reference): timed at tp = 1, 2, 4, 8,
@@ -141,6 +164,20 @@ LAYER_MODELS = [
     Model("llama7b-layer-unfused", LAYER, (1,), check="llama7b-layer",
           tol=2e-2, lower=UNFUSED, timeouts=(60, 0),
           run=["--warmup", "1", "--steps", "3"]),
+]
+
+# The 7B layer's attention alone (bf16, batch 1, 32 heads, 4096 tokens,
+# head_dim 128, causal; Q, K, V [1, 4096, 32, 128] as the layer lays them
+# out): the tensor-core kernel timed, then unfused (two batched GEMMs
+# around the [32, 4096, 4096] f32 scores and the softmax kernel) compared
+# with its output. torch-llama-layer times PyTorch's
+# scaled_dot_product_attention on the same shapes.
+ATTENTION_MODELS = [
+    Model("attention7b", [], (1,), timeouts=(30, 0),
+          run=["--warmup", "3", "--steps", "20"], attention=(32, 4096, 128)),
+    Model("attention7b-unfused", [], (1,), check="attention7b", tol=2e-2,
+          lower=UNFUSED, timeouts=(30, 0), run=["--warmup", "1", "--steps", "5"],
+          attention=(32, 4096, 128)),
 ]
 
 # PyTorch baselines that --prepare copies into bench/ and --run starts.
@@ -349,6 +386,19 @@ def judge_gemm(flops):
     return judge
 
 
+def with_rate(judge, flops):
+    """`judge`, its detail followed by the rate of `flops` per time per
+    step (a model that is one attention: TFLOP/s over the causal flops)."""
+    def rated(run, stage, log):
+        status, detail = judge(run, stage, log)
+        t = number(r"^time per step: ([0-9.eE+-]+) s", log)
+        if t:
+            detail += "; %.4g TFLOP/s over %.4g GFLOP" % (flops / t / 1e12,
+                                                          flops / 1e9)
+        return status, detail
+    return rated
+
+
 def judge_lines(pattern, count=False):
     def judge(run, stage, log):
         lines = [l for l in log.splitlines() if re.match(pattern, l)]
@@ -401,7 +451,8 @@ def plan(run):
         name = label or "%s-tp%d" % (model.name, tp)
         # An output to compare, or one another model is compared with.
         compared = model.check or (tp == 1 and not label and any(
-            m.check == model.name for m in MODELS + LAYER_MODELS))
+            m.check == model.name for m in MODELS + LAYER_MODELS +
+            ATTENTION_MODELS))
         out = os.path.join(run.work, name + ".bin") if compared else ""
         argv = [runner, os.path.join(d, "models", model.name, "tp%d" % tp)]
         argv += ["--backend", "nccl" if tp == 1 else "cuda-shared"]
@@ -414,6 +465,8 @@ def plan(run):
             judge = judge_against("stage:%s-tp1" % model.check, model.tol)
         else:
             judge = judge_timing
+        if model.flops:
+            judge = with_rate(judge, model.flops)
         if tp == 1:
             return Stage(name, "gpu", timeout, [argv], judge, output=out)
         return Stage(name, "shared", timeout, [run.mpirun(tp) + argv], judge,
@@ -440,22 +493,27 @@ def plan(run):
     # The 7B layer at tp=1: timed with its fused attention, then unfused
     # and compared with the fused run's output.
     single += [model_stage(m, 1) for m in LAYER_MODELS if have(m.name, 1)]
-    # The GEMMs of the layer and the 8192^3 GEMM through the runtime.
+    # Its attention alone: the tensor-core kernel timed, then unfused and
+    # compared with it (TFLOP/s over the causal flops; PyTorch's SDPA on the
+    # same shapes in torch-llama-layer).
+    single += [model_stage(m, 1) for m in ATTENTION_MODELS if have(m.name, 1)]
+    # The GEMMs of the layer (its shared-A calls as such: one call of S
+    # products of one activation) and the 8192^3 GEMM through the runtime.
     shapes = os.path.join(d, "bench", "gemm-shapes.txt")
-    for b, m, n, k in gemm_shapes(shapes):
-        name = "gemm-%dx%dx%dx%d" % (b, m, n, k)
+    for b, m, n, k, s in gemm_shapes(shapes):
+        name = gemm_name(b, m, n, k, s)
         if have(name, 1):
             single.append(Stage(
                 name, "gpu", 20,
                 [[runner, os.path.join(d, "models", name, "tp1"), "--backend",
                   "nccl", "--warmup", "3", "--steps", "20"]],
-                judge_gemm(2.0 * b * m * n * k)))
+                judge_gemm(2.0 * b * m * n * k * s)))
     # PyTorch on the same GPU: the layer (eager, SDPA) and the GEMM shapes.
     if have("llama7b-layer", 1):
         single.append(Stage(
             "torch-llama-layer", "gpu", 90,
             [python + [os.path.join(d, "bench", "torch_llama_layer.py")]],
-            judge_lines(r"^(eager|sdpa|gemm):"), needs="torch",
+            judge_lines(r"^(eager|sdpa|attention|gemm):"), needs="torch",
             machine_env=True))
     if os.path.exists(shapes):
         single.append(Stage(
@@ -499,12 +557,25 @@ def plan(run):
 
 def gemm_shapes(path):
     """The GEMM shapes of a bundle's gemm-shapes.txt (the 7B layer's, from
-    its cost reports), then 8192^3 (the chip's GEMM rate)."""
+    its cost reports), then 8192^3 (the chip's GEMM rate): (batch, M, N, K,
+    S) per line "B M N K [S]", S the products of one shared-A call (one
+    activation times S weights of K x N; 1, the default, a plain call)."""
     shapes = []
     if os.path.exists(path):
-        shapes = [tuple(int(v) for v in l.split())
-                  for l in open(path).read().splitlines() if l.strip()]
-    return shapes + [(1, 8192, 8192, 8192)] * ((1, 8192, 8192, 8192) not in shapes)
+        for l in open(path).read().splitlines():
+            if l.strip():
+                v = [int(x) for x in l.split()]
+                shapes.append(tuple(v + [1] * (5 - len(v))))
+    big = (1, 8192, 8192, 8192, 1)
+    return shapes + [big] * (big not in shapes)
+
+
+def gemm_name(b, m, n, k, s=1):
+    """The model and stage name of a GEMM shape: gemm-BxMxNxK, or
+    gemm-sharedS-MxNxK for a shared-A call of S products."""
+    if s > 1:
+        return "gemm-shared%d-%dx%dx%d" % (s, m, n, k)
+    return "gemm-%dx%dx%dx%d" % (b, m, n, k)
 
 
 # ---------------------------------------------------------------------------
@@ -1108,28 +1179,43 @@ def performance(run):
           "communication) / N; the ratios divide N x that by PyTorch's "
           "one-GPU time (below 1: faster per GPU-second). Bandwidth: the cost "
           "report's bytes moved per rank over the per-rank time.", ""]
+    # The attention alone: ours (the tensor-core kernel, and unfused)
+    # against PyTorch's scaled_dot_product_attention on the same shapes.
+    L += attention_table(run, read)
     # GEMMs: ours (the runtime's cuBLAS call, one-GEMM models) against
-    # torch.matmul.
+    # torch.matmul; a shared-A call of S products against S torch.matmul
+    # calls and against one of the S weights concatenated.
     torch_gemm = {}
-    for m in re.finditer(r"^shape (\d+) (\d+) (\d+) (\d+): ([0-9.eE+-]+) s",
+    for m in re.finditer(r"^shape (\d+) (\d+) (\d+) (\d+)(?: x(\d+))?: "
+                         r"([0-9.eE+-]+) s[^;\n]*(?:; concatenated: ([0-9.eE+-]+) s)?",
                          read("torch-gemm-shapes.log"), re.M):
-        torch_gemm[tuple(int(v) for v in m.groups()[:4])] = float(m.group(5))
+        key = tuple(int(v) for v in m.groups()[:4]) + (int(m.group(5) or 1),)
+        torch_gemm[key] = (float(m.group(6)),
+                           float(m.group(7)) if m.group(7) else None)
     L += ["## GEMMs of the layer (bf16)", "",
-          "| batch x M x N x K | ours (runtime, cuBLAS) | torch.matmul (cuBLAS) | "
-          "torch time / ours |", "|---|---|---|---|"]
-    for s in run.stages:
-        m = re.match(r"gemm-(\d+)x(\d+)x(\d+)x(\d+)$", s.name)
+          "| GEMM | ours (runtime, cuBLAS) | torch.matmul (cuBLAS) | "
+          "torch time / ours | torch.matmul, the S weights concatenated |",
+          "|---|---|---|---|---|"]
+    for st in run.stages:
+        m = re.match(r"gemm-(?:(\d+)x|shared(\d+)-)(\d+)x(\d+)x(\d+)$", st.name)
         if not m:
             continue
-        b, mm, n, k = (int(v) for v in m.groups())
-        t = number(r"^time per step: ([0-9.eE+-]+) s", read(s.name + ".log"))
-        tt = torch_gemm.get((b, mm, n, k))
-        flops = 2.0 * b * mm * n * k
+        b, shared, mm, n, k = (int(v) if v else 0 for v in m.groups())
+        b, shared = b or 1, shared or 1
+        t = number(r"^time per step: ([0-9.eE+-]+) s", read(st.name + ".log"))
+        tt, cat = torch_gemm.get((b, mm, n, k, shared), (None, None))
+        flops = 2.0 * b * mm * n * k * shared
         cell = lambda x: "%.3f ms, %.0f TFLOP/s" % (x * 1e3, flops / x / 1e12) if x else "-"
-        L.append("| %d x %d x %d x %d | %s | %s | %s |" % (
-            b, mm, n, k, cell(t), cell(tt), "%.2f" % (tt / t) if t and tt else "-"))
+        label = ("%d x %d x %d x %d" % (b, mm, n, k) if shared == 1 else
+                 "shared-A, S = %d: %d x %d x %d each" % (shared, mm, n, k))
+        L.append("| %s | %s | %s | %s | %s |" % (
+            label, cell(t), cell(tt), "%.2f" % (tt / t) if t and tt else "-",
+            cell(cat) if shared > 1 else ""))
     L += ["", "Above 1: ours is faster. Ours is tp-runner's time per step of a "
-          "one-GEMM model, its per-step overhead included.", ""]
+          "one-GEMM model, its per-step overhead included; a shared-A call is "
+          "one runtime call of S products of one activation (the layer's "
+          "Q/K/V and gate/up), against S torch.matmul calls and against one "
+          "torch.matmul of the S weights side by side (a fused QKV weight).", ""]
     # Collectives: per call, from the layer runs and tprt-bench.
     L += ["## Collectives", "", "| run | collective | calls per step | time per call |",
           "|---|---|---|---|"]
@@ -1151,6 +1237,49 @@ def performance(run):
     return "\n".join(L) + "\n"
 
 
+def attention_table(run, read):
+    """performance.md's rows for the attention alone: ours fused (the
+    tensor-core kernel) and unfused, PyTorch's SDPA (is_causal=True) with
+    its default and each of its backends, from torch-llama-layer's
+    `attention: BACKEND: T ms, ...` lines; ratios to the default SDPA."""
+    model = ATTENTION_MODELS[0]
+    heads, seq, dim = model.attention
+    flops = model.flops
+    torch_log = read("torch-llama-layer.log")
+    sdpa = {m.group(1): float(m.group(2)) * 1e-3 for m in re.finditer(
+        r"^attention: (\w+): ([0-9.]+) ms", torch_log, re.M)}
+    rows = []
+    for label, name in (("ours, tensor-core kernel (`tp-fuse-attention`)", "attention7b"),
+                        ("ours, unfused (`fuse-attention=false`: batched GEMMs, softmax kernel)",
+                         "attention7b-unfused")):
+        t = number(r"^time per step: ([0-9.eE+-]+) s", read(name + "-tp1.log"))
+        if t:
+            rows.append((label, t))
+    for backend in ("default", "flash", "cudnn", "efficient", "math"):
+        if backend in sdpa:
+            rows.append(("PyTorch `scaled_dot_product_attention`, %s" % (
+                "default backend" if backend == "default" else backend + " backend"),
+                         sdpa[backend]))
+    L = ["## Attention alone, bf16, 1 x %d heads x %d tokens, head_dim %d, causal"
+         % (heads, seq, dim), "",
+         "| program | time | TFLOP/s over %.1f causal GFLOP | time / PyTorch SDPA (default) |"
+         % (flops / 1e9), "|---|---|---|---|"]
+    ref = sdpa.get("default")
+    for label, t in rows:
+        L.append("| %s | %.3f ms | %.1f | %s |" % (
+            label, t * 1e3, flops / t / 1e12, "%.2fx" % (t / ref) if ref else "-"))
+    unavailable = re.findall(r"^attention: (\w+): unavailable", torch_log, re.M)
+    L += ["", "Causal flops: 4 x head_dim per (query, key) pair the mask keeps "
+          "(seq (seq + 1) / 2 per head). Ours is tp-runner's time per step of a "
+          "model that is the attention alone (Q, K, V [1, %d, %d, %d] as the "
+          "layer lays them out), its per-step overhead included; PyTorch's "
+          "inputs are the same tensors as [1, %d, %d, %d] views.%s" % (
+              seq, heads, dim, heads, seq, dim,
+              " SDPA backends unavailable here: %s." % ", ".join(unavailable)
+              if unavailable else ""), ""]
+    return L
+
+
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
@@ -1170,7 +1299,8 @@ def main(argv):
                         "(default $TP_BUILD_DIR, else build/)")
     parser.add_argument("--tiny-only", action="store_true",
                         help="--prepare: the models of a --tiny-only bundle "
-                        "(tiny GPT-2 at tp = 1, 2, unfused at tp = 1: the CI test)")
+                        "(tiny GPT-2 at tp = 1, 2, unfused at tp = 1, and attention-small "
+                        "fused and unfused: the CI test)")
     parser.add_argument("--out", help="--run: where results.txt, results.json, "
                         "performance.md and logs.tar.gz go (default DIR)")
     parser.add_argument("--dry-run", action="store_true",

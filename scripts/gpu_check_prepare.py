@@ -2,11 +2,13 @@
 """The build-machine half of the GPU check: `scripts/gpu-check.sh --prepare
 DIR [--build BUILD] [--tiny-only]` (docs/gpu.md, "The GPU check").
 
-It compiles, with the build's tp-run, every model of gpu_check.MODELS and
-gpu_check.LAYER_MODELS (in a --tiny-only bundle only their `tiny` tp
-degrees) for the GPU (`--backend cuda --compile-only`), the CPU tp=1
-outputs of those checked against a reference, the 7B layer's GPU cost
-reports and one GEMM model per GEMM shape they list; copies the
+It compiles, with the build's tp-run, every model of gpu_check.MODELS,
+gpu_check.LAYER_MODELS and gpu_check.ATTENTION_MODELS (in a --tiny-only
+bundle only their `tiny` tp degrees; a model of attention alone from the
+MLIR attention_mlir writes) for the GPU (`--backend cuda --compile-only`),
+the CPU tp=1 outputs of those checked against a reference, the 7B layer's
+GPU cost reports and one GEMM model per GEMM call they list (a shared-A
+call as one of as many products); copies the
 runtime-only tools, the runtime, its dependencies (by ldd) and Open MPI's
 launcher; rewrites every run path to the bundle's lib/ (patchelf); refuses
 anything that needs LLVM and a bundle over gpu_check.LIMIT_MIB; and writes
@@ -24,25 +26,124 @@ import shutil
 import subprocess
 import time
 
-from gpu_check import (BENCH_SCRIPTS, GZIP_OVER, LAYER, LAYER_MODELS,
-                       LIMIT_MIB, MODELS, die, gemm_shapes)
+from gpu_check import (ATTENTION_MODELS, BENCH_SCRIPTS, GZIP_OVER, LAYER,
+                       LAYER_MODELS, LIMIT_MIB, MODELS, die, gemm_name,
+                       gemm_shapes)
 
-def gemm_mlir(b, m, n, k):
-    """A bf16 [b x] m x k times k x n product, the weight a tp.param."""
+def gemm_mlir(b, m, n, k, products=1):
+    """A bf16 [b x] m x k times k x n product, the weight a tp.param; with
+    `products` > 1 (b = 1), that many products of one activation and a
+    weight each, which tp-group-gemms makes one shared-A call
+    (tprt_mlir_gemm_shared_a<N>_bf16), as Q/K/V and gate/up are in the 7B
+    layer."""
     lead = "%dx" % b if b != 1 else ""
     op = "linalg.batch_matmul" if b != 1 else "linalg.matmul"
     ta, tb, tc = ("tensor<%s%dx%dxbf16>" % (lead, r, c)
                   for r, c in ((m, k), (k, n), (m, n)))
-    init = '{kind = "normal", seed = 5 : i64, std = 0.02 : f64}'
-    return """func.func @gemm(%%a: %s, %%b: %s {tp.param, tp.init = %s}) -> %s {
-  %%zero = arith.constant 0.0 : bf16
-  %%e = tensor.empty() : %s
-  %%c = linalg.fill ins(%%zero : bf16) outs(%%e : %s) -> %s
-  %%r = %s ins(%%a, %%b : %s, %s) outs(%%c : %s) -> %s
-  return %%r : %s
-}
-""" % (ta, tb, init, tc, tc, tc, tc, op, ta, tb, tc, tc, tc)
+    weights = ", ".join(
+        '%%b%d: %s {tp.param, tp.init = {kind = "normal", seed = %d : i64, '
+        'std = 0.02 : f64}}' % (i, tb, 5 + i) for i in range(products))
+    body = ["  %zero = arith.constant 0.0 : bf16",
+            "  %%e = tensor.empty() : %s" % tc,
+            "  %%c = linalg.fill ins(%%zero : bf16) outs(%%e : %s) -> %s" % (tc, tc)]
+    for i in range(products):
+        body.append("  %%r%d = %s ins(%%a, %%b%d : %s, %s) outs(%%c : %s) -> %s"
+                    % (i, op, i, ta, tb, tc, tc))
+    results = ", ".join("%%r%d" % i for i in range(products))
+    return "func.func @gemm(%%a: %s, %s) -> (%s) {\n%s\n  return %s : %s\n}\n" % (
+        ta, weights, ", ".join([tc] * products), "\n".join(body), results,
+        ", ".join([tc] * products))
 
+
+def attention_mlir(heads, seq, dim, dtype="bf16", batch=1):
+    """Causal attention alone, spelled as tp-gen's Llama layer spells it
+    (tp-gen --preset llama2-7b --dtype bf16: the score product as a
+    linalg.generic over [b, s, h, d] operands, the scale and the causal
+    mask (linalg.index, cmpi ugt, select -inf) in the f32 widening, max,
+    exp(x - max), sum, divide and narrow, the product with V), so that
+    tp-fuse-attention makes it the layer's kernel (the tensor-core one for
+    bf16 and head dimensions that are multiples of 16). Q, K and V are
+    inputs [batch, seq, heads, dim] drawn from normal(0, 1); the result is
+    [batch, seq, heads, dim], the layout the layer's output projection
+    reads."""
+    qkv = "tensor<%dx%dx%dx%dx%s>" % (batch, seq, heads, dim, dtype)
+    s16 = "tensor<%dx%dx%dx%dx%s>" % (batch, heads, seq, seq, dtype)
+    s32 = "tensor<%dx%dx%dx%dxf32>" % (batch, heads, seq, seq)
+    row = "tensor<%dx%dx%dxf32>" % (batch, heads, seq)
+    init = lambda seed: ('{tp.init = {kind = "normal", seed = %d : i64, '
+                         'std = 1.0 : f64}}' % seed)
+    scale = "%.9e" % (1.0 / dim ** 0.5)
+    return """#q = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d4)>
+#k = affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d1, d4)>
+#s = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+#v = affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d2, d3)>
+#e = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#r = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+func.func @attention(%%q: %(qkv)s %(iq)s, %%k: %(qkv)s %(ik)s, %%v: %(qkv)s %(iv)s) -> %(qkv)s {
+  %%zero = arith.constant 0.0 : %(t)s
+  %%e0 = tensor.empty() : %(s16)s
+  %%f0 = linalg.fill ins(%%zero : %(t)s) outs(%%e0 : %(s16)s) -> %(s16)s
+  %%scores = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%%q, %%k : %(qkv)s, %(qkv)s) outs(%%f0 : %(s16)s) {
+  ^bb0(%%a: %(t)s, %%b: %(t)s, %%o: %(t)s):
+    %%m = arith.mulf %%a, %%b : %(t)s
+    %%x = arith.addf %%o, %%m : %(t)s
+    linalg.yield %%x : %(t)s
+  } -> %(s16)s
+  %%e1 = tensor.empty() : %(s32)s
+  %%masked = linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%%scores : %(s16)s) outs(%%e1 : %(s32)s) {
+  ^bb0(%%a: %(t)s, %%o: f32):
+    %%w = arith.extf %%a : %(t)s to f32
+    %%i = linalg.index 2 : index
+    %%j = linalg.index 3 : index
+    %%future = arith.cmpi ugt, %%j, %%i : index
+    %%scale = arith.constant %(scale)s : f32
+    %%x = arith.mulf %%w, %%scale : f32
+    %%ninf = arith.constant 0xFF800000 : f32
+    %%y = arith.select %%future, %%ninf, %%x : f32
+    linalg.yield %%y : f32
+  } -> %(s32)s
+  %%ninf = arith.constant 0xFF800000 : f32
+  %%e2 = tensor.empty() : %(row)s
+  %%f2 = linalg.fill ins(%%ninf : f32) outs(%%e2 : %(row)s) -> %(row)s
+  %%max = linalg.generic {indexing_maps = [#e, #r], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%%masked : %(s32)s) outs(%%f2 : %(row)s) {
+  ^bb0(%%a: f32, %%o: f32):
+    %%x = arith.maximumf %%a, %%o : f32
+    linalg.yield %%x : f32
+  } -> %(row)s
+  %%e3 = tensor.empty() : %(s32)s
+  %%exp = linalg.generic {indexing_maps = [#e, #r, #e], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%%masked, %%max : %(s32)s, %(row)s) outs(%%e3 : %(s32)s) {
+  ^bb0(%%a: f32, %%b: f32, %%o: f32):
+    %%x = arith.subf %%a, %%b : f32
+    %%y = math.exp %%x : f32
+    linalg.yield %%y : f32
+  } -> %(s32)s
+  %%fzero = arith.constant 0.0 : f32
+  %%e4 = tensor.empty() : %(row)s
+  %%f4 = linalg.fill ins(%%fzero : f32) outs(%%e4 : %(row)s) -> %(row)s
+  %%sum = linalg.generic {indexing_maps = [#e, #r], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%%exp : %(s32)s) outs(%%f4 : %(row)s) {
+  ^bb0(%%a: f32, %%o: f32):
+    %%x = arith.addf %%a, %%o : f32
+    linalg.yield %%x : f32
+  } -> %(row)s
+  %%e5 = tensor.empty() : %(s16)s
+  %%probs = linalg.generic {indexing_maps = [#e, #r, #e], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%%exp, %%sum : %(s32)s, %(row)s) outs(%%e5 : %(s16)s) {
+  ^bb0(%%a: f32, %%b: f32, %%o: %(t)s):
+    %%x = arith.divf %%a, %%b : f32
+    %%y = arith.truncf %%x : f32 to %(t)s
+    linalg.yield %%y : %(t)s
+  } -> %(s16)s
+  %%e6 = tensor.empty() : %(qkv)s
+  %%f6 = linalg.fill ins(%%zero : %(t)s) outs(%%e6 : %(qkv)s) -> %(qkv)s
+  %%out = linalg.generic {indexing_maps = [#q, #v, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%%probs, %%v : %(s16)s, %(qkv)s) outs(%%f6 : %(qkv)s) {
+  ^bb0(%%a: %(t)s, %%b: %(t)s, %%o: %(t)s):
+    %%m = arith.mulf %%a, %%b : %(t)s
+    %%x = arith.addf %%o, %%m : %(t)s
+    linalg.yield %%x : %(t)s
+  } -> %(qkv)s
+  return %%out : %(qkv)s
+}
+""" % dict(qkv=qkv, s16=s16, s32=s32, row=row, t=dtype, scale=scale,
+           iq=init(11), ik=init(12), iv=init(13))
 
 
 SYSTEM_LIBS = ("libc.so", "libm.so", "libdl.so", "librt.so", "libpthread.so",
@@ -209,24 +310,36 @@ def prepare(args):
             shutil.copy(os.path.join(w, "tp%d" % tp, f), dest)
         set_runpath(os.path.join(dest, "model.so"), "$ORIGIN/../../../lib")
 
-    for model in MODELS + LAYER_MODELS:
+    def model_args(model):
+        """tp-run's model arguments: the model's, or the file of a model
+        that is attention alone (written here)."""
+        if not model.attention:
+            return model.args
+        src = os.path.join(work, "attention-%dx%dx%d.mlir" % model.attention)
+        if not os.path.exists(src):
+            with open(src, "w") as f:
+                f.write(attention_mlir(*model.attention))
+        return [src] + model.args
+
+    for model in MODELS + LAYER_MODELS + ATTENTION_MODELS:
         tps = model.tiny if args.tiny_only else model.tps
         for tp in tps:
-            compile_gpu(model.name, tp, model.tp_run_args())
+            compile_gpu(model.name, tp, model_args(model) + model.lower_args())
         if tps and model.check == "ref":
             print("gpu-check: CPU reference of %s" % model.name, flush=True)
             w = os.path.join(work, model.name + "-cpu")
-            tool([tp_run] + model.args + ["--backend", "cpu", "--tp", "1",
-                                          "--work-dir", w],
+            tool([tp_run] + model_args(model) + ["--backend", "cpu", "--tp", "1",
+                                                 "--work-dir", w],
                  "the CPU reference of %s" % model.name)
             shutil.copy(os.path.join(w, "tp1", "outputs.bin"),
                         os.path.join(out, "ref", model.name + ".bin"))
 
     if not args.tiny_only:
         # The 7B layer's GPU cost reports at tp = 1 and 8 (kernels, GEMM
-        # flops, bytes moved: docs/passes/lower-gpu.md) and the GEMM shapes
-        # they list, each compiled as a one-GEMM model to time against
-        # torch.matmul on the same shapes.
+        # flops, bytes moved: docs/passes/lower-gpu.md) and the GEMM calls
+        # they list, each compiled as a model of that one call to time
+        # against torch.matmul on the same shapes: a shared-A call (Q/K/V,
+        # gate/up) as a shared-A call of as many products.
         layer = os.path.join(work, "layer.mlir")
         tool([os.path.join(bindir, "tp-gen"), "--preset", "llama2-7b"] +
              [a[len("--gen="):] for a in LAYER if a.startswith("--gen=")] +
@@ -247,16 +360,17 @@ def prepare(args):
                 for e in f["launches"]:
                     if e["kind"] != "gemm":
                         continue
-                    # A shared-A call's batch is its number of products,
-                    # each of the per-product shape: time that shape.
+                    # A shared-A call's batch is its number of products
+                    # (S), each of the per-product shape: "1 M N K S".
                     shared = e["name"].startswith("tprt_mlir_gemm_shared_a")
-                    shape = (1 if shared else e["batch"], e["m"], e["n"], e["k"])
+                    shape = ((1, e["m"], e["n"], e["k"], e["batch"]) if shared
+                             else (e["batch"], e["m"], e["n"], e["k"], 1))
                     if shape not in shapes:
                         shapes.append(shape)
         with open(os.path.join(out, "bench", "gemm-shapes.txt"), "w") as f:
-            f.writelines("%d %d %d %d\n" % s for s in shapes)
+            f.writelines("%d %d %d %d %d\n" % s for s in shapes)
         for shape in gemm_shapes(os.path.join(out, "bench", "gemm-shapes.txt")):
-            name = "gemm-%dx%dx%dx%d" % shape
+            name = gemm_name(*shape)
             src = os.path.join(work, name + ".mlir")
             with open(src, "w") as f:
                 f.write(gemm_mlir(*shape))

@@ -212,12 +212,17 @@ struct FunctionReport {
   std::string largestType;
   int64_t largestBytes = 0;
   llvm::StringMap<int64_t> callsByName;
-  /// Seconds of collectives (the rest is compute), and the flops of fused
-  /// attentions (tp.attention_flops of the functions called).
+  /// Seconds of collectives (the rest is compute).
   double communication = 0;
-  double attentionFlops = 0;
-  /// Whether every GEMM and attention is 16-bit (the roofline's peak).
-  bool sixteenBit = true;
+  /// The roofline's flops by the peak they are priced at: GEMMs and fused
+  /// attentions (tp.attention_flops of the function itself and of the
+  /// functions it calls) on 16-bit operands at flops16, wider ones at
+  /// flops32 (the peaks gemmTime uses), each at its own peak, so a bf16
+  /// layer with one f32 GEMM, or an f32 attention with no GEMM, is not
+  /// priced all at one peak.
+  double gemmFlops16 = 0, gemmFlops32 = 0;
+  double attentionFlops16 = 0, attentionFlops32 = 0;
+  double attentionFlops() const { return attentionFlops16 + attentionFlops32; }
   double seconds() const {
     return kernels.seconds + gemms.seconds + calls.seconds + copies.seconds;
   }
@@ -332,6 +337,19 @@ Value bufferRoot(Value v) {
 
 LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
   report.name = fn.getSymName().str();
+  // A generated attention function: its flops, at the peak of Q's type.
+  if (auto flops = fn->getAttrOfType<IntegerAttr>(kAttentionFlops)) {
+    bool sixteenBit = true;
+    for (Type t : fn.getArgumentTypes())
+      if (auto m = dyn_cast<BaseMemRefType>(t)) {
+        Type element = m.getElementType();
+        sixteenBit =
+            element.isIntOrFloat() && element.getIntOrFloatBitWidth() <= 16;
+        break;
+      }
+    (sixteenBit ? report.attentionFlops16 : report.attentionFlops32) +=
+        double(flops.getInt());
+  }
   // Buffers in the minimum, by root: the arguments, then the activations
   // that library calls write.
   DenseSet<Value> inMinimum;
@@ -446,11 +464,10 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
       report.calls.add(inner.calls);
       report.copies.add(inner.copies);
       report.communication += inner.communication;
-      report.sixteenBit &= inner.sixteenBit;
-      if (auto flops = callee->getAttrOfType<IntegerAttr>(kAttentionFlops))
-        report.attentionFlops += double(flops.getInt());
-      else
-        report.attentionFlops += inner.attentionFlops;
+      report.gemmFlops16 += inner.gemmFlops16;
+      report.gemmFlops32 += inner.gemmFlops32;
+      report.attentionFlops16 += inner.attentionFlops16;
+      report.attentionFlops32 += inner.attentionFlops32;
       report.unknownBuffers += inner.unknownBuffers;
       for (const auto &entry : inner.callsByName)
         report.callsByName[entry.getKey()] += entry.getValue();
@@ -555,7 +572,7 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
         for (Value v : buffers)
           activation(v);
       bool sixteenBit = a.getElementType().getIntOrFloatBitWidth() <= 16;
-      report.sixteenBit &= sixteenBit;
+      (sixteenBit ? report.gemmFlops16 : report.gemmFlops32) += double(e.flops);
       e.time = gpucost::gemmTime(batch, m, n, k, sixteenBit,
                                  double(e.read + e.written), device);
       report.gemms.add(e);
@@ -592,13 +609,16 @@ llvm::json::Object totalsJson(const Totals &t, bool withFlops) {
 }
 
 /// The roofline of a function: its GEMM flops at the library's GEMM rate,
-/// its attention flops at a library attention's rate, and its minimum
+/// its attention flops at a library attention's rate, each at the peak of
+/// its operands' type (16-bit: flops16; wider: flops32), and its minimum
 /// bytes at the achievable bandwidth.
 double rooflineSeconds(const FunctionReport &r, const DeviceProfile &d) {
-  double peak = r.sixteenBit ? d.flops16 : d.flops32;
-  return double(r.gemms.flops) / (peak * d.gpu.gemmEfficiency) +
-         r.attentionFlops / (peak * d.gpu.attentionEfficiency) +
-         double(r.minimum) / (d.memoryBandwidth * d.gpu.memoryEfficiency);
+  const DeviceProfile::GPUExecution &g = d.gpu;
+  return r.gemmFlops16 / (d.flops16 * g.gemmEfficiency) +
+         r.gemmFlops32 / (d.flops32 * g.gemmEfficiency) +
+         r.attentionFlops16 / (d.flops16 * g.attentionEfficiency) +
+         r.attentionFlops32 / (d.flops32 * g.attentionEfficiency) +
+         double(r.minimum) / (d.memoryBandwidth * g.memoryEfficiency);
 }
 
 /// Entries by modelled time, slowest first (kernels, GEMMs, calls, copies
@@ -717,7 +737,7 @@ llvm::json::Value reportJson(const FunctionReport &r, const DeviceProfile &d) {
                           {"copies", r.copies.seconds}}},
       {"roofline",
        llvm::json::Object{{"gemm_flops", r.gemms.flops},
-                          {"attention_flops", r.attentionFlops},
+                          {"attention_flops", r.attentionFlops()},
                           {"minimum_bytes", r.minimum},
                           {"seconds", roofline}}},
       {"ratio_to_roofline", roofline > 0 ? compute / roofline : 0.0},
