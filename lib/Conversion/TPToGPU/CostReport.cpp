@@ -532,7 +532,7 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
         for (Value v : buffers)
           activation(v);
       bool sixteenBit = a.getElementType().getIntOrFloatBitWidth() <= 16;
-      report.sixteenBit &= sixteenBit;
+      (sixteenBit ? report.gemmFlops16 : report.gemmFlops32) += double(e.flops);
       e.time = gpucost::gemmTime(1, m, n, k, sixteenBit,
                                  double(e.read + e.written), device);
       report.gemms.add(e);
