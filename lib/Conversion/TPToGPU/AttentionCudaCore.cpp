@@ -83,11 +83,63 @@ Emitter::Emitter(const Match &m, ArrayRef<Value> sources,
     bufferOf[s] = buf;
 }
 
+/// Whether `e` is non-negative wherever the kernel dimensions are (they
+/// are indices: every dimension is).
+static bool isNonNegative(AffineExpr e) {
+  if (isa<AffineDimExpr>(e))
+    return true;
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue() >= 0;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin || !isNonNegative(bin.getLHS()))
+    return false;
+  if (e.getKind() == AffineExprKind::Add || e.getKind() == AffineExprKind::Mul)
+    return isNonNegative(bin.getRHS());
+  auto divisor = dyn_cast<AffineConstantExpr>(bin.getRHS());
+  return divisor && divisor.getValue() > 0;
+}
+
+/// `e` at `dims`, as affine::expandAffineExpr builds it, but with a
+/// division or remainder of a non-negative value by a positive constant
+/// as one unsigned op (a shift or a mask for powers of two) instead of
+/// the signed floor's compare-and-select sequence: the index arithmetic of
+/// a head dimension split over [.., 2, 64] stays two ops per access.
+static Value expandIndex(OpBuilder &b, Location loc, AffineExpr e,
+                         ArrayRef<Value> dims) {
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return affine::expandAffineExpr(b, loc, e, dims, {});
+  switch (e.getKind()) {
+  case AffineExprKind::Add:
+    return arith::AddIOp::create(b, loc,
+                                 expandIndex(b, loc, bin.getLHS(), dims),
+                                 expandIndex(b, loc, bin.getRHS(), dims));
+  case AffineExprKind::Mul:
+    return arith::MulIOp::create(b, loc,
+                                 expandIndex(b, loc, bin.getLHS(), dims),
+                                 expandIndex(b, loc, bin.getRHS(), dims));
+  default:
+    break;
+  }
+  if (!isNonNegative(e))
+    return affine::expandAffineExpr(b, loc, e, dims, {});
+  Value lhs = expandIndex(b, loc, bin.getLHS(), dims);
+  Value rhs = expandIndex(b, loc, bin.getRHS(), dims);
+  switch (e.getKind()) {
+  case AffineExprKind::FloorDiv:
+    return arith::DivUIOp::create(b, loc, lhs, rhs);
+  case AffineExprKind::Mod:
+    return arith::RemUIOp::create(b, loc, lhs, rhs);
+  default:
+    return arith::CeilDivUIOp::create(b, loc, lhs, rhs);
+  }
+}
+
 SmallVector<Value> Emitter::indices(OpBuilder &b, Location loc,
                                     const Access &a, ArrayRef<Value> dims) {
   SmallVector<Value> idx;
   for (AffineExpr e : a.idx)
-    idx.push_back(affine::expandAffineExpr(b, loc, e, dims, {}));
+    idx.push_back(expandIndex(b, loc, e, dims));
   return idx;
 }
 
@@ -112,7 +164,7 @@ static Value read(Emitter &em, OpBuilder &b, Location loc, const Access &a,
   }
   SmallVector<Value> loops;
   for (AffineExpr e : a.loops)
-    loops.push_back(affine::expandAffineExpr(b, loc, e, dims, {}));
+    loops.push_back(expandIndex(b, loc, e, dims));
   for (Operation &op : body->without_terminator()) {
     if (auto idx = dyn_cast<linalg::IndexOp>(op)) {
       map.map(idx.getResult(), loops[idx.getDim()]);
@@ -155,7 +207,7 @@ Value Emitter::score(OpBuilder &b, Location loc, Value dot,
   }
   SmallVector<Value> sIdx;
   for (AffineExpr e : m.scoreIdx)
-    sIdx.push_back(affine::expandAffineExpr(b, loc, e, dims, {}));
+    sIdx.push_back(expandIndex(b, loc, e, dims));
   for (const ChainOp &link : m.chain) {
     IRMapping map;
     Block *body = link.op.getBlock();

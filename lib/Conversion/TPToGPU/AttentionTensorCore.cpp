@@ -80,21 +80,28 @@ bool isMultipleOf(AffineExpr e, int64_t n) {
 }
 
 /// Whether `a` reads `width` consecutive, 16-byte aligned elements of its
-/// source's innermost dimension when `dim` steps by one from a multiple of
-/// `width`: its last index is dim + (a multiple of width), no other index
-/// uses dim, and the innermost extent is a multiple of width.
+/// source when `dim` steps by one from a multiple of `width`: the row-major
+/// offset of its indices is dim + (a multiple of width, free of dim), and
+/// the innermost extent is a multiple of width (the run stays in one
+/// innermost row). The offset, not the last index alone: a head dimension
+/// split over trailing dimensions whose strides make it contiguous (RoPE's
+/// [.., 2, 64] read as d floordiv 64, d mod 64) is the same run as [.., 128].
 bool isContiguous(const Access &a, unsigned dim, int64_t width,
                   unsigned numDims) {
   if (a.producer || a.idx.empty())
     return false;
   auto type = cast<RankedTensorType>(a.source.getType());
-  if (type.getShape().back() % width != 0)
+  if (!type.hasStaticShape() || type.getShape().back() % width != 0)
     return false;
-  for (AffineExpr e : ArrayRef<AffineExpr>(a.idx).drop_back())
-    if (e.isFunctionOfDim(dim))
-      return false;
-  AffineExpr rest = simplifyAffineExpr(
-      a.idx.back() - getAffineDimExpr(dim, a.source.getContext()), numDims, 0);
+  MLIRContext *context = a.source.getContext();
+  AffineExpr offset = getAffineConstantExpr(0, context);
+  int64_t stride = 1;
+  for (int64_t i = type.getRank() - 1; i >= 0; --i) {
+    offset = offset + a.idx[i] * stride;
+    stride *= type.getDimSize(i);
+  }
+  AffineExpr rest =
+      simplifyAffineExpr(offset - getAffineDimExpr(dim, context), numDims, 0);
   return !rest.isFunctionOfDim(dim) && isMultipleOf(rest, width);
 }
 
