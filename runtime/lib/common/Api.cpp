@@ -347,14 +347,8 @@ TPRT_EXPORT tprt_status tprt_gemm(tprt_context *ctx, tprt_dtype dtype,
       return status;
     if (tprt_status status = checkLeadingDimension("ldc", ldc, n, "C"))
       return status;
-    bool missingA = !a && m > 0 && k > 0;
-    bool missingB = !b && k > 0 && n > 0;
-    bool missingC = !c && m > 0 && n > 0;
-    if (missingA || missingB || missingC)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                  missingA   ? "a"
-                  : missingB ? "b"
-                             : "c");
+    if (tprt_status status = checkGemmOperands(a, b, c, m, n, k))
+      return status;
 
     Backend::TimerMark mark;
     ctx->backend->timerBegin(mark);

@@ -144,14 +144,9 @@ TPRT_EXPORT tprt_status tprt_gemm_strided_batched(
                   "with ldc %lld: the outputs of the batch overlap",
                   static_cast<long long>(stride_c), static_cast<long long>(m),
                   static_cast<long long>(n), static_cast<long long>(ldc));
-    bool missingA = !a && m > 0 && k > 0;
-    bool missingB = !b && k > 0 && n > 0;
-    bool missingC = !c && m > 0 && n > 0;
-    if (batch > 0 && (missingA || missingB || missingC))
-      return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                  missingA   ? "a"
-                  : missingB ? "b"
-                             : "c");
+    if (batch > 0)
+      if (tprt_status status = checkGemmOperands(a, b, c, m, n, k))
+        return status;
     if (batch == 0 || m == 0 || n == 0)
       return TPRT_OK;
 
@@ -283,14 +278,8 @@ TPRT_EXPORT tprt_status tprt_gemm_epilogue(
                   "ld_addend is %lld, smaller than the %lld columns of the "
                   "addend",
                   static_cast<long long>(ld_addend), static_cast<long long>(n));
-    bool missingA = !a && m > 0 && k > 0;
-    bool missingB = !b && k > 0 && n > 0;
-    bool missingC = !c && m > 0 && n > 0;
-    if (missingA || missingB || missingC)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is null",
-                  missingA   ? "a"
-                  : missingB ? "b"
-                             : "c");
+    if (tprt_status status = checkGemmOperands(a, b, c, m, n, k))
+      return status;
     if (m == 0 || n == 0)
       return TPRT_OK;
     size_t es = dtypeSize(dtype);

@@ -51,6 +51,18 @@ tprt_status tprt::checkNotNull(
   return TPRT_OK;
 }
 
+tprt_status tprt::checkGemmOperands(const void *a, const void *b,
+                                    const void *c, int64_t m, int64_t n,
+                                    int64_t k) {
+  if (!a && m > 0 && k > 0)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "a is null");
+  if (!b && k > 0 && n > 0)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "b is null");
+  if (!c && m > 0 && n > 0)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "c is null");
+  return TPRT_OK;
+}
+
 extern "C" TPRT_API const char *tprt_last_error(void) {
   return lastError.c_str();
 }

@@ -41,6 +41,12 @@ tprt_status fail(tprt_status code, const char *format, ...)
 tprt_status
 checkNotNull(std::initializer_list<std::pair<const char *, const void *>> args);
 
+/// Fails with "a is null", "b is null" or "c is null" for the first of the
+/// GEMM operands A (m x k), B (k x n) and C (m x n) that is null while it has
+/// elements; TPRT_OK when none is (the check of tprt_gemm and its variants).
+tprt_status checkGemmOperands(const void *a, const void *b, const void *c,
+                              int64_t m, int64_t n, int64_t k);
+
 /// Runs `body` and turns escaping exceptions into status codes.
 template <typename Body> tprt_status guard(Body &&body) noexcept {
   try {
