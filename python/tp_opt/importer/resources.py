@@ -1,0 +1,126 @@
+"""Time and memory of an import: the seconds of each stage (tp-import's
+`stages:` line and --report), the process's peak memory, and whether the
+model with its weights fits this machine, which decides how much of it the
+self-check runs (docs/tp-import.md, "The self-check").
+
+A model "fits" when building it with its weights, writing them for tp-run
+and tp-run's own copy all fit: about three times the parameter bytes plus
+a margin in the memory the kernel reports available, and twice the
+parameter bytes inside this process's address-space limit (`ulimit -v`),
+if one is set.
+"""
+
+import contextlib
+import re
+import resource
+import time
+
+MARGIN = 1 << 30
+
+
+class Stages:
+    def __init__(self):
+        self.seconds = {}     # stage -> seconds, in the order first run
+
+    @contextlib.contextmanager
+    def stage(self, name):
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + \
+                time.monotonic() - start
+
+    def line(self, report):
+        parts = ["%s %.1f s" % (k, v) for k, v in self.seconds.items()]
+        text = "stages: " + ", ".join(parts)
+        text += "; total %.1f s" % sum(self.seconds.values())
+        text += "; peak memory %s" % gb(report.get("peak_rss_bytes", 0))
+        return text
+
+
+def gb(n):
+    if n >= 1 << 30:
+        return "%.1f GB" % (n / float(1 << 30))
+    return "%d MB" % (n // (1 << 20))
+
+
+def peak_rss():
+    """This process's peak resident memory in bytes."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _status(field):
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _meminfo(field):
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def address_space_left():
+    """Bytes this process may still map under `ulimit -v`, or None."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(0, soft - (_status("VmSize") or 0))
+
+
+def available():
+    """Memory the machine can give a model now: MemAvailable, bounded by
+    the address space left under `ulimit -v`."""
+    avail = _meminfo("MemAvailable")
+    if avail is None:
+        avail = 1 << 62
+    left = address_space_left()
+    if left is not None:
+        avail = min(avail, left)
+    return avail
+
+
+_LAYER = re.compile(r"(?:^|\.)(\d+)(?:\.|$)")
+
+
+def parameter_bytes(model, prefix=False):
+    """Bytes of the parameters; with prefix=K, of those outside numbered
+    blocks and in blocks 0..K-1 only (the first K layers of every stack)."""
+    total = 0
+    for name, p in model.module.named_parameters():
+        if prefix is not False:
+            m = _LAYER.search(name)
+            if m and int(m.group(1)) >= prefix:
+                continue
+        total += p.numel() * p.element_size()
+    return total
+
+
+def needed_bytes(model, prefix=False):
+    """What a self-check of the model (or of its first `prefix` layers)
+    needs: the model with its weights, the weights written for tp-run, and
+    tp-run's copy."""
+    return 3 * parameter_bytes(model, prefix) + MARGIN
+
+
+def fits(needed):
+    avail = _meminfo("MemAvailable")
+    if avail is not None and needed > avail:
+        return False
+    left = address_space_left()
+    # Inside this process: the model and the weights it writes.
+    if left is not None and (needed - MARGIN) * 2 // 3 + MARGIN > left:
+        return False
+    return True
