@@ -50,20 +50,11 @@ def peak_rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _status(field):
+def _proc_field(path, field):
+    """A `Field: N kB` line of /proc/self/status or /proc/meminfo, in
+    bytes; None when absent."""
     try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _meminfo(field):
-    try:
-        with open("/proc/meminfo") as f:
+        with open(path) as f:
             for line in f:
                 if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
@@ -77,13 +68,13 @@ def address_space_left():
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY:
         return None
-    return max(0, soft - (_status("VmSize") or 0))
+    return max(0, soft - (_proc_field("/proc/self/status", "VmSize") or 0))
 
 
 def available():
     """Memory the machine can give a model now: MemAvailable, bounded by
     the address space left under `ulimit -v`."""
-    avail = _meminfo("MemAvailable")
+    avail = _proc_field("/proc/meminfo", "MemAvailable")
     if avail is None:
         avail = 1 << 62
     left = address_space_left()
@@ -116,7 +107,7 @@ def needed_bytes(model, prefix=False):
 
 
 def fits(needed):
-    avail = _meminfo("MemAvailable")
+    avail = _proc_field("/proc/meminfo", "MemAvailable")
     if avail is not None and needed > avail:
         return False
     left = address_space_left()
