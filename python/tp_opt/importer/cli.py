@@ -275,6 +275,12 @@ def main(argv):
             try:
                 model = build(args.layers, False)
             except meta.MissingBuffers as e:
+                n = getattr(e, "parameter_bytes", 0) + resources.MARGIN
+                if not resources.fits(resources.Need(n, n)):
+                    die("%s, and the model with its weights (%s) does not fit "
+                        "the %s available" % (
+                            e, resources.gb(n),
+                            resources.gb(resources.available())))
                 sys.stderr.write("tp-import: warning: %s; building the model "
                                  "with its weights\n" % e)
                 model = real = build(args.layers, True)
@@ -298,11 +304,11 @@ def main(argv):
         plan = check_plan(args, model, need_real, resources) if check \
             else {"mode": "off"}
         if need_real or plan["mode"] == "full":
-            full_need = resources.needed_bytes(model, prefix=False)
+            full_need = resources.needed(model)
             if need_real and not resources.fits(full_need):
                 die("--weights and --reference need the model with its "
                     "weights (%s), more than this machine has available "
-                    "(%s)" % (resources.gb(full_need),
+                    "(%s)" % (resources.gb(full_need.total),
                               resources.gb(resources.available())))
             if real is None:
                 with clock.stage("build with weights"):
@@ -430,26 +436,26 @@ def check_plan(args, model, need_real, resources):
             return {"mode": "full"}
         return {"mode": "prefix", "layers": k, "of": n,
                 "why": "--check-layers %d" % k}
-    full = resources.needed_bytes(model, prefix=False)
+    full = resources.needed(model)
     if need_real or resources.fits(full):
         return {"mode": "full"}
     avail = resources.gb(resources.available())
     if n is None or n <= 1:
         return {"mode": "skipped",
                 "why": "the model with its weights needs about %s, more than "
-                       "the %s available" % (resources.gb(full), avail)}
+                       "the %s available" % (resources.gb(full.total), avail)}
     k = min(2, n - 1)
-    part = resources.needed_bytes(model, prefix=k)
+    part = resources.needed(model, prefix=k)
     if not resources.fits(part):
         return {"mode": "skipped",
                 "why": "the model with its weights needs about %s, and its "
                        "first %d layers %s, more than the %s available; run "
                        "tp-import --check-layers %d where they fit" % (
-                           resources.gb(full), k, resources.gb(part), avail,
-                           k)}
+                           resources.gb(full.total), k,
+                           resources.gb(part.total), avail, k)}
     return {"mode": "prefix", "layers": k, "of": n,
             "why": "the whole model with its weights needs about %s, more "
-                   "than the %s available" % (resources.gb(full), avail)}
+                   "than the %s available" % (resources.gb(full.total), avail)}
 
 
 def _unshared(tensors):

@@ -99,19 +99,25 @@ def parameter_bytes(model, prefix=False):
     return total
 
 
-def needed_bytes(model, prefix=False):
+class Need:
+    """Bytes a step needs: `total` available on the machine (this process
+    and tp-run's), `own` of them in this process's address space."""
+
+    def __init__(self, total, own):
+        self.total, self.own = total, own
+
+
+def needed(model, prefix=False):
     """What a self-check of the model (or of its first `prefix` layers)
-    needs: the model with its weights, the weights written for tp-run, and
-    tp-run's copy."""
-    return 3 * parameter_bytes(model, prefix) + MARGIN
+    needs: the model with its weights and the weights written for tp-run
+    in this process, tp-run's copy in its own."""
+    p = parameter_bytes(model, prefix)
+    return Need(3 * p + MARGIN, 2 * p + MARGIN)
 
 
-def fits(needed):
+def fits(need):
     avail = _proc_field("/proc/meminfo", "MemAvailable")
-    if avail is not None and needed > avail:
+    if avail is not None and need.total > avail:
         return False
     left = address_space_left()
-    # Inside this process: the model and the weights it writes.
-    if left is not None and (needed - MARGIN) * 2 // 3 + MARGIN > left:
-        return False
-    return True
+    return left is None or need.own <= left
