@@ -2,9 +2,10 @@
 """Runs several tp-import commands in one python process (torch is imported
 once): each line of FILE that starts with --prefix (default `CASE:`; a lit
 test lists its cases in itself) is one command's arguments, with $S and $T
-replaced by --var values. Prints, per command,
-`case: <line>`, tp-import's own `tp-import: ...` lines (errors, the
-self-check), `exit: N` and `written: yes|no` (whether its -o file exists).
+replaced by --var values. Prints, per command, `case: <line>`,
+tp-import's own `tp-import: ...` lines (errors, the self-check; the
+`stages:` line of seconds and memory only with --stages), `exit: N` and
+`written: yes|no` (whether its -o file exists).
 
   tp-import-batch.py --var S=DIR --var T=DIR FILE
 """
@@ -28,6 +29,8 @@ def main():
     p.add_argument("file")
     p.add_argument("--var", action="append", default=[])
     p.add_argument("--prefix", default="CASE:")
+    p.add_argument("--stages", action="store_true",
+                   help="also print tp-import's `stages:` line")
     args = p.parse_args()
     subst = dict(v.split("=", 1) for v in args.var)
     status = 0
@@ -51,7 +54,9 @@ def main():
                 code = e.code if isinstance(e.code, int) else 1
         print("case: " + line)
         for l in err.getvalue().splitlines():
-            if l.startswith("tp-import:"):
+            # The stages line (seconds, memory) varies from run to run.
+            if l.startswith("tp-import:") and (
+                    args.stages or not l.startswith("tp-import: stages:")):
                 print(l)
         print("exit: %d" % code)
         if out:

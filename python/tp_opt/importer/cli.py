@@ -128,6 +128,15 @@ def parser():
     p.add_argument("--no-check", action="store_true",
                    help="skip the self-check (tp-run at tp=1 against "
                         "PyTorch)")
+    p.add_argument("--check-layers", type=int, metavar="K",
+                   help="self-check the first K blocks only (embedding, K "
+                        "blocks and head, with the checkpoint's own weights, "
+                        "against PyTorch running the same truncated model); "
+                        "the default when the whole model does not fit in "
+                        "memory (K=2)")
+    p.add_argument("--report", metavar="FILE.json",
+                   help="write the seconds of each stage, peak memory and "
+                        "what the self-check covered as JSON")
     p.add_argument("--check-tol", type=float, metavar="R",
                    help="the self-check's relative error limit (default: "
                         "1e-5 for f32 outputs, 2e-2 for bf16 and f16)")
@@ -182,6 +191,12 @@ def validate(args):
         die("--decoder-seq must be at least 1")
     if args.layers is not None and args.layers < 1:
         die("--layers must be at least 1")
+    if args.check_layers is not None and args.check_layers < 1:
+        die("--check-layers must be at least 1")
+    if args.check_layers is not None and (args.no_check or
+                                          args.allow_non_upstream):
+        die("--check-layers asks for a self-check, which %s skips"
+            % ("--no-check" if args.no_check else "--allow-non-upstream"))
     if args.check_tol is not None and not args.check_tol >= 0:
         die("--check-tol must be a non-negative number")
     bad = [s for s in args.skip_decomposition if s not in NAMES]
@@ -203,40 +218,150 @@ def main(argv):
             if not (":" in args.model and not os.path.isdir(args.model))
             else ["torch", "torch_mlir", "safetensors"])
     import torch
-    from . import exporter, inputs as inputs_mod, models, selfcheck
+    from . import exporter, inputs as inputs_mod, meta, models, resources
 
     torch.set_grad_enabled(False)
+    clock = resources.Stages()
     tp_run = None
     check = not args.no_check and not args.allow_non_upstream
     if check:
         try:
-            tp_run = selfcheck.find_tp_run(args.tp_run)
-        except TPImportError as e:
+            tp_run = selfcheck_tool(args)
+        except models.TPImportError as e:
             die(str(e))
-        if tp_run is None:
-            die("the self-check needs tp-run, which is not built "
-                "(./scripts/build.sh builds build/bin/tp-run; or pass "
-                "--tp-run PATH, or --no-check to skip the check)")
-    try:
-        model = models.build(
+    # Files are written at the end, after minutes of work: a folder that
+    # is not there is an error now.
+    for flag, path in (("-o", args.output), ("--weights", args.weights),
+                       ("--reference", args.reference),
+                       ("--report", args.report)):
+        if path and path != "-":
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                die("%s %s: the folder %s does not exist" % (flag, path,
+                                                             folder))
+            if os.path.isdir(path):
+                die("%s %s is a folder, not a file" % (flag, path))
+    outputs = [o.strip() for o in args.outputs.split(",")] \
+        if args.outputs else None
+    dtype = getattr(torch, models.DTYPES[args.dtype])
+
+    def build(layers, with_weights):
+        return models.build(
             torch, args.model, dtype=args.dtype, config_json=args.config_json,
-            layers=args.layers, model_class=args.model_class,
+            layers=layers, model_class=args.model_class,
             module_kwargs=args.module_kwargs, seed=args.seed,
             attn_implementation=args.attn_implementation,
-            experts_implementation=args.experts_implementation)
-        dtype = getattr(torch, models.DTYPES[args.dtype])
-        ins = inputs_mod.make(
+            experts_implementation=args.experts_implementation,
+            meta=not with_weights)
+
+    def make_inputs(model):
+        return inputs_mod.make(
             torch, model.module, model.is_hf, args.input, batch=args.batch,
             seq=args.seq, decoder_seq=args.decoder_seq, vocab=args.vocab,
             attention_mask=args.attention_mask, seed=args.seed, dtype=dtype)
-        outputs = [o.strip() for o in args.outputs.split(",")] \
-            if args.outputs else None
-        result = exporter.export(
+
+    def export(model, ins, timings=None):
+        return exporter.export(
             torch, model, ins, outputs=outputs, with_loss=args.with_loss,
             skip=set(args.skip_decomposition),
-            allow_non_upstream=args.allow_non_upstream)
-    except TPImportError as e:
+            allow_non_upstream=args.allow_non_upstream, timings=timings)
+
+    report = {"model": args.model, "stages": clock.seconds}
+    real = None          # the model with its weights, once built
+    try:
+        # The export, from shapes alone (meta.py): the parameters have no
+        # storage, whatever the model's size.
+        with clock.stage("build"):
+            try:
+                model = build(args.layers, False)
+            except meta.MissingBuffers as e:
+                n = getattr(e, "parameter_bytes", 0) + resources.MARGIN
+                if not resources.fits(resources.Need(n, n)):
+                    die("%s, and the model with its weights (%s) does not fit "
+                        "the %s available" % (
+                            e, resources.gb(n),
+                            resources.gb(resources.available())))
+                sys.stderr.write("tp-import: warning: %s; building the model "
+                                 "with its weights\n" % e)
+                model = real = build(args.layers, True)
+        report.update(parameters=sum(p.numel() for p in
+                                     model.module.parameters()),
+                      parameter_bytes=model.parameter_bytes(),
+                      layers=model.layer_count())
+        if model.checkpoint is not None:
+            # Before minutes of export: the folder stores every argument.
+            from .names import stored_parameters
+            st = stored_parameters(torch, model.module, True)
+            if st.as_saved:
+                model.checkpoint.check_arguments(
+                    st.names, [t.shape for t in st.tensors])
+        ins = make_inputs(model)
+        result = export(model, ins, clock.seconds)
+
+        # The full model with weights: for --weights and --reference, and
+        # for the full self-check.
+        need_real = bool(args.weights or args.reference)
+        plan = check_plan(args, model, need_real, resources) if check \
+            else {"mode": "off"}
+        if need_real or plan["mode"] == "full":
+            full_need = resources.needed(model)
+            if need_real and not resources.fits(full_need):
+                die("--weights and --reference need the model with its "
+                    "weights (%s), more than this machine has available "
+                    "(%s)" % (resources.gb(full_need.total),
+                              resources.gb(resources.available())))
+            if real is None:
+                with clock.stage("build with weights"):
+                    real = build(args.layers, True)
+        result_names = result.result_names[:len(result.result_names) - (
+            1 if args.with_loss else 0)]
+        reference = stored = None
+        if real is not None and (need_real or plan["mode"] == "full"):
+            with clock.stage("PyTorch reference"):
+                reference, stored = exporter.reference_outputs(
+                    torch, real, ins, result_names, with_loss=args.with_loss)
+        lines = []
+        if plan["mode"] == "full":
+            with clock.stage("self-check"):
+                lines = self_check(torch, args, tp_run, real, ins, result,
+                                   reference, stored)
+        elif plan["mode"] == "prefix":
+            k = plan["layers"]
+            with clock.stage("self-check"):
+                small = build(k, False)
+                small_ins = make_inputs(small)
+                small_result = export(small, small_ins)
+                small_real = build(k, True)
+                ref, st = exporter.reference_outputs(
+                    torch, small_real, small_ins, result_names,
+                    with_loss=args.with_loss)
+                try:
+                    lines = self_check(torch, args, tp_run, small_real,
+                                       small_ins, small_result, ref, st)
+                except models.TPImportError as e:
+                    raise models.TPImportError(str(e).replace(
+                        "self-check failed:", "self-check of the first %d of "
+                        "%d layers failed:" % (k, plan["of"]), 1))
+                del small_real, ref, st
+    except models.TPImportError as e:
         die(str(e))
+
+    if plan["mode"] == "full":
+        sys.stderr.write("tp-import: self-check (tp-run at tp=1 on the CPU "
+                         "against PyTorch): %s\n" % "; ".join(lines))
+    elif plan["mode"] == "prefix":
+        sys.stderr.write(
+            "tp-import: self-check of the first %d of %d layers (tp-run at "
+            "tp=1 on the CPU against PyTorch running the same %d layers%s; "
+            "%s): %s\n" % (
+                plan["layers"], plan["of"], plan["layers"],
+                ", with the checkpoint's weights" if model.folder else "",
+                plan["why"], "; ".join(lines)))
+    elif plan["mode"] == "skipped":
+        sys.stderr.write("tp-import: warning: not self-checked: %s\n"
+                         % plan["why"])
+    plan["outputs"] = lines
+    report["check"] = plan
 
     header = ""
     if not args.no_header:
@@ -249,46 +374,134 @@ def main(argv):
                   "transformers %s\n"
                   % (shlex.join([sys.argv[0]] + list(argv)),
                      torch.__version__, torch_mlir_version(), tv))
+        if plan["mode"] == "prefix":
+            header += ("// Self-checked on its first %d of %d layers "
+                       "(tp-import --check-layers)\n"
+                       % (plan["layers"], plan["of"]))
+        elif plan["mode"] == "skipped":
+            header += "// Not self-checked: %s\n" % plan["why"]
     text = header + result.text
 
     from safetensors.torch import save_file
-
-    def weights_dict():
-        return {n: t.float().contiguous().clone()
-                for n, t in zip(result.stored.names, result.stored.tensors)}
-
-    if check:
-        tmp = tempfile.mkdtemp(prefix="tp-import-")
-        try:
-            mod_path = os.path.join(tmp, "model.mlir")
-            with open(mod_path, "w") as f:
+    with clock.stage("write"):
+        if args.output == "-":
+            sys.stdout.write(text)
+        else:
+            with open(args.output, "w") as f:
                 f.write(text)
-            ref_path = os.path.join(tmp, "reference.safetensors")
-            save_file(result.reference, ref_path)
-            # The folder itself when the names are its keys: the check then
-            # also proves that tp-run --checkpoint FOLDER reads it.
-            ckpt = model.folder if result.stored.as_saved else None
-            if ckpt is None:
-                ckpt = os.path.join(tmp, "weights.safetensors")
-                save_file(weights_dict(), ckpt)
-            lines = selfcheck.run(tp_run, mod_path, ckpt, ref_path,
-                                  os.path.join(tmp, "run"),
-                                  tolerance=args.check_tol)
-        except TPImportError as e:
-            die(str(e))
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        sys.stderr.write("tp-import: self-check (tp-run at tp=1 on the CPU "
-                         "against PyTorch): %s\n" % "; ".join(lines))
-
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        with open(args.output, "w") as f:
-            f.write(text)
-    if args.weights:
-        save_file(weights_dict(), args.weights)
-    if args.reference:
-        save_file(result.reference, args.reference)
+        if args.weights:
+            save_file({n: t.float().contiguous().clone()
+                       for n, t in zip(stored.names, stored.tensors)},
+                      args.weights)
+        if args.reference:
+            ref = {n: exporter._ref_tensor(torch, t)
+                   for n, t in zip(ins.names, ins.tensors)}
+            ref.update(reference)
+            save_file(ref, args.reference)
+    report["peak_rss_bytes"] = resources.peak_rss()
+    sys.stderr.write("tp-import: %s\n" % clock.line(report))
+    if args.report:
+        import json
+        try:
+            with open(args.report, "w") as f:
+                json.dump(report, f, indent=1)
+                f.write("\n")
+        except OSError as e:
+            die("--report %s: %s" % (args.report, e.strerror))
     return 0
 
+
+def selfcheck_tool(args):
+    from . import selfcheck
+    tp_run = selfcheck.find_tp_run(args.tp_run)
+    if tp_run is None:
+        die("the self-check needs tp-run, which is not built "
+            "(./scripts/build.sh builds build/bin/tp-run; or pass "
+            "--tp-run PATH, or --no-check to skip the check)")
+    return tp_run
+
+
+def check_plan(args, model, need_real, resources):
+    """What the self-check covers: {"mode": "full"} (the whole model),
+    {"mode": "prefix", "layers": K, "of": N, "why": ...} (--check-layers,
+    or a model too big for this machine), or {"mode": "skipped", "why":
+    ...} (not even a prefix fits)."""
+    n = model.layer_count()
+    k = args.check_layers
+    if k is not None:
+        if n is None:
+            die("--check-layers: %s has no layer count in its config (a "
+                "plain module is checked whole)" % args.model)
+        if k >= n:
+            return {"mode": "full"}
+        return {"mode": "prefix", "layers": k, "of": n,
+                "why": "--check-layers %d" % k}
+    full = resources.needed(model)
+    if need_real or resources.fits(full):
+        return {"mode": "full"}
+    avail = resources.gb(resources.available())
+    if n is None or n <= 1:
+        return {"mode": "skipped",
+                "why": "the model with its weights needs about %s, more than "
+                       "the %s available" % (resources.gb(full.total), avail)}
+    k = min(2, n - 1)
+    part = resources.needed(model, prefix=k)
+    if not resources.fits(part):
+        return {"mode": "skipped",
+                "why": "the model with its weights needs about %s, and its "
+                       "first %d layers %s, more than the %s available; run "
+                       "tp-import --check-layers %d where they fit" % (
+                           resources.gb(full.total), k,
+                           resources.gb(part.total), avail, k)}
+    return {"mode": "prefix", "layers": k, "of": n,
+            "why": "the whole model with its weights needs about %s, more "
+                   "than the %s available" % (resources.gb(full.total), avail)}
+
+
+def _unshared(tensors):
+    """The tensors, each with storage of its own (safetensors refuses views
+    of one storage: experts unstacked from one tensor)."""
+    seen, out = set(), []
+    for t in tensors:
+        t = t.contiguous()
+        key = t.untyped_storage().data_ptr()
+        if key in seen:
+            t = t.clone()
+        seen.add(key)
+        out.append(t)
+    return out
+
+
+def self_check(torch, args, tp_run, real, ins, result, reference, stored):
+    """tp-run at tp=1 on `result.text` against PyTorch's `reference` outputs
+    of `real` (the model with weights, whose stored parameters are
+    `stored`) on `ins`; the per-output lines."""
+    from safetensors.torch import save_file
+    from . import exporter, selfcheck
+    if stored.names != result.stored.names:
+        raise selfcheck.CheckFailed(
+            "self-check: the model with its weights has other parameters "
+            "than the one exported from shapes (%d against %d arguments)"
+            % (len(stored.names), len(result.stored.names)))
+    tmp = tempfile.mkdtemp(prefix="tp-import-")
+    try:
+        mod_path = os.path.join(tmp, "model.mlir")
+        with open(mod_path, "w") as f:
+            f.write(result.text)
+        ref_path = os.path.join(tmp, "reference.safetensors")
+        ref = {n: exporter._ref_tensor(torch, t)
+               for n, t in zip(ins.names, ins.tensors)}
+        ref.update(reference)
+        save_file(ref, ref_path)
+        # The folder itself when the names are its keys: the check then
+        # also proves that tp-run --checkpoint FOLDER reads it.
+        ckpt = real.folder if stored.as_saved else None
+        if ckpt is None:
+            ckpt = os.path.join(tmp, "weights.safetensors")
+            save_file(dict(zip(stored.names, _unshared(stored.tensors))),
+                      ckpt)
+        return selfcheck.run(tp_run, mod_path, ckpt, ref_path,
+                             os.path.join(tmp, "run"),
+                             tolerance=args.check_tol)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -129,6 +129,9 @@ def torch_mlir_error(e, diagnostics=""):
     """One line for an exception out of torch-mlir (and the diagnostics MLIR
     printed): the first error, the op that did not lower and its model
     source line, what to try."""
+    if "ml_dtypes" in str(e):   # a bf16 constant (a buffer) to write
+        return ("torch-mlir needs the Python package ml_dtypes to write the "
+                "model's bf16 constants (buffers): pip install ml_dtypes")
     text = diagnostics + "\n" + str(e)
     first = next((l for l in text.splitlines() if "error: " in l), "")
     loc = re.search(r'"([^"]+\.py)":(\d+)', first)
@@ -163,6 +166,10 @@ def _fixed_experts(module):
         return False
 
 
+DATA_DEPENDENT = re.compile(r"data.dependent|GuardOnDataDependent|Could not "
+                            r"guard|Could not extract|DynamicOutputShape")
+
+
 def torch_export_error(e, module=None):
     """One line for a torch.export failure: where in the model, the first
     line of the error, what it means and what to try."""
@@ -170,13 +177,14 @@ def torch_export_error(e, module=None):
     first = next((l.strip() for l in text.splitlines() if l.strip()),
                  type(e).__name__)
     first = re.sub(r"\s*\(unhinted:.*$", "", first)[:200]
+    if type(e).__name__ == "DynamicOutputShapeException":
+        first = "the output shape of %s depends on its input's values" % first
     where = _user_frame(e.__traceback__)
     frames = " ".join("%s %s %s" % (f.filename, f.name, f.line or "")
                       for f in traceback.extract_tb(e.__traceback__))
     advice = "torch.export needs a forward without Python control flow on " \
              "tensor values"
-    if re.search(r"data.dependent|GuardOnDataDependent|Could not guard|"
-                 r"Could not extract", text):
+    if DATA_DEPENDENT.search(type(e).__name__ + " " + text):
         advice = "a branch or a shape depends on tensor values"
     if re.search(r"moe|expert", frames, re.I):
         if module is not None and _fixed_experts(module):
@@ -191,19 +199,76 @@ def torch_export_error(e, module=None):
         " at " + where if where else "", first, advice)
 
 
+def _probe_error(e):
+    where = _user_frame(e.__traceback__)
+    return TPImportError("the model fails in PyTorch on these inputs%s: %s: %s"
+                         % (" at " + where if where else "", type(e).__name__,
+                            str(e).strip().splitlines()[0][:200]
+                            if str(e).strip() else ""))
+
+
+def reference_outputs(torch, model, inputs, result_names, with_loss=False):
+    """PyTorch's outputs {name: f32 tensor} of a model with weights on
+    `inputs`, in the order of `result_names` (then the loss): what the
+    self-check compares the module with."""
+    stored = names_mod.stored_parameters(torch, model.module, model.is_hf)
+    if model.is_hf:
+        model.module.config.use_cache = False
+    try:
+        out = call_model(torch, model.module, model.is_hf, inputs,
+                         inputs.tensors, stored, stored.tensors)
+    except Exception as e:   # the model's own code, before any export
+        raise _probe_error(e)
+    outs = inputs_mod.select(out, result_names)
+    if with_loss:
+        outs.append(next_token_loss(
+            torch, outs[0], inputs.tensors[inputs.names.index("input_ids")]))
+    names = list(result_names) + (["loss"] if with_loss else [])
+    return {n: _ref_tensor(torch, t) for n, t in zip(names, outs)}, stored
+
+
+class _stage:
+    """Adds the seconds of a `with` block to timings[name]."""
+
+    def __init__(self, timings, name):
+        self.timings, self.name = timings, name
+
+    def __enter__(self):
+        import time
+        self.start = time.monotonic()
+
+    def __exit__(self, *exc):
+        import time
+        if self.timings is not None:
+            self.timings[self.name] = self.timings.get(self.name, 0.0) + \
+                time.monotonic() - self.start
+        return False
+
+
 def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
-           allow_non_upstream=False, eager=True):
+           allow_non_upstream=False, eager=True, timings=None):
     """model: models.Model; inputs: inputs.Inputs; outputs: names or None.
     eager=False skips the eager run (a model too large to run here, at
-    published shapes): `outputs` must name the outputs, and the Result's
-    reference holds the inputs only. Returns a Result. Raises
-    ExportError."""
+    published shapes), and a model without weights (model.meta) has none:
+    the outputs' names then come from a run on fake tensors (shapes only),
+    and the Result's reference holds the inputs only. `timings` ({stage: seconds}) gets the seconds of
+    torch.export, the decompositions, torch-mlir and the printing. Returns a
+    Result. Raises ExportError."""
     from torch_mlir import fx, ir
 
     module, is_hf = model.module, model.is_hf
     if is_hf:
         module.config.use_cache = False
     stored = names_mod.stored_parameters(torch, module, is_hf)
+    eager = eager and not getattr(model, "meta", False)
+
+    # The traced parameters: the stored tensors, or fake tensors of their
+    # shapes when there are no weights (or no eager run is wanted).
+    fake_mode = None
+    params = stored.tensors
+    if not eager:
+        from .meta import fake_tensors
+        fake_mode, params = fake_tensors(torch, stored.tensors)
 
     # The eager run: output names and PyTorch's reference.
     if eager:
@@ -211,26 +276,26 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
             probe_out = call_model(torch, module, is_hf, inputs,
                                    inputs.tensors, stored, stored.tensors)
         except Exception as e:   # the model's own code, before any export
-            where = _user_frame(e.__traceback__)
-            raise TPImportError("the model fails in PyTorch on these inputs%s: "
-                                "%s: %s" % (
-                                    " at " + where if where else "",
-                                    type(e).__name__,
-                                    str(e).strip().splitlines()[0][:200]
-                                    if str(e).strip() else ""))
+            raise _probe_error(e)
         result_names = inputs_mod.output_names(probe_out, outputs)
-    elif not outputs:
-        raise TPImportError("an export without its eager run needs the "
-                            "outputs' names")
-    else:
-        result_names = list(outputs)
+    else:   # the outputs' structure from a run on fake tensors
+        try:
+            with fake_mode:
+                probe_out = call_model(torch, module, is_hf, inputs,
+                                       inputs.tensors, stored, params)
+        except Exception as e:
+            # A shape that depends on values stops torch.export alike.
+            if DATA_DEPENDENT.search("%s %s" % (type(e).__name__, e)):
+                raise ExportError(torch_export_error(e, module))
+            raise _probe_error(e)
+        result_names = inputs_mod.output_names(probe_out, outputs)
     if with_loss:
         if "input_ids" not in inputs.names or result_names[0] != "logits":
             raise TPImportError("--with-loss needs an input_ids input and "
                                 "logits as the first output")
     wrapper = make_wrapper(torch, module, is_hf, inputs, stored, result_names,
                            with_loss).eval()
-    args = tuple(inputs.tensors) + tuple(stored.tensors)
+    args = tuple(inputs.tensors) + tuple(params)
     outs = inputs_mod.select(probe_out, result_names) if eager else []
     if with_loss and eager:
         outs.append(next_token_loss(
@@ -242,22 +307,24 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
     for n, t in zip(all_results, outs):
         reference[n] = _ref_tensor(torch, t)
 
-    try:
-        prog = torch.export.export(wrapper, args, strict=False)
-    except Exception as e:
-        raise ExportError(torch_export_error(e, module))
-    if decompositions.has_complex(prog.graph) and "complex" not in skip:
-        gm = prog.module()
+    with _stage(timings, "torch.export"):
         try:
-            decompositions.complex_to_real(torch, gm)
-        except decompositions.ComplexRewriteError as e:
-            raise ExportError(str(e) + ": " + GENERIC_HINT)
-        try:
-            prog = torch.export.export(gm, args, strict=False)
+            prog = torch.export.export(wrapper, args, strict=False)
         except Exception as e:
             raise ExportError(torch_export_error(e, module))
+        if decompositions.has_complex(prog.graph) and "complex" not in skip:
+            gm = prog.module()
+            try:
+                decompositions.complex_to_real(torch, gm)
+            except decompositions.ComplexRewriteError as e:
+                raise ExportError(str(e) + ": " + GENERIC_HINT)
+            try:
+                prog = torch.export.export(gm, args, strict=False)
+            except Exception as e:
+                raise ExportError(torch_export_error(e, module))
     try:
-        prog = prog.run_decompositions(decompositions.table(torch, skip))
+        with _stage(timings, "decompositions"):
+            prog = prog.run_decompositions(decompositions.table(torch, skip))
     except Exception as e:
         where = _user_frame(e.__traceback__)
         raise ExportError("the decompositions failed%s: %s: %s" % (
@@ -277,7 +344,7 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
 
     # MLIR prints its diagnostics on file descriptor 2 (a ~1 KB loc(...)
     # line each): keep them for the error message instead.
-    with _captured_stderr() as captured:
+    with _captured_stderr() as captured, _stage(timings, "torch-mlir"):
         try:
             mod = fx.export_and_import(prog, output_type="linalg-on-tensors",
                                        func_name="main", decomposition_table={})
@@ -318,7 +385,8 @@ def export(torch, model, inputs, outputs=None, with_loss=False, skip=(),
         main_fn.attributes["res_attrs"] = ir.ArrayAttr.get(
             [ir.DictAttr.get({"tp.name": ir.StringAttr.get(r)})
              for r in all_results])
-        text = str(mod)
+        with _stage(timings, "print"):
+            text = str(mod)
 
     bad = foreign_ops(text)
     if bad and not allow_non_upstream:

@@ -21,10 +21,21 @@ class TPImportError(Exception):
 
 
 class Model:
-    def __init__(self, module, is_hf, folder=None):
+    def __init__(self, module, is_hf, folder=None, meta=False, checkpoint=None):
         self.module = module        # the nn.Module, eval mode
         self.is_hf = is_hf          # a transformers PreTrainedModel
         self.folder = folder        # the Hugging Face folder it came from
+        self.meta = meta            # parameters on the meta device (meta.py)
+        self.checkpoint = checkpoint  # checkpoint.Folder of `folder`, if read
+
+    def parameter_bytes(self):
+        """Bytes of the parameters in their dtypes (tied ones once)."""
+        return sum(p.numel() * p.element_size()
+                   for p in self.module.parameters())
+
+    def layer_count(self):
+        """The config's number of blocks (None for a plain module)."""
+        return layer_count(getattr(self.module, "config", None))
 
 
 def load_overrides(items):
@@ -45,6 +56,24 @@ def load_overrides(items):
             raise TPImportError("--config-json %r is not a JSON object" % item)
         out.update(obj)
     return out
+
+
+def layer_count(config):
+    """num_hidden_layers (or an encoder-decoder's larger side, or a
+    sub-config's), None when the config has none."""
+    if config is None:
+        return None
+    counts = [getattr(config, a, None) for a in (
+        "num_hidden_layers", "encoder_layers", "decoder_layers",
+        "num_decoder_layers")]
+    counts = [c for c in counts if isinstance(c, int)]
+    for sub in ("text_config", "vision_config", "audio_config"):
+        c = getattr(config, sub, None)
+        if c is not None and c is not config:
+            n = layer_count(c)
+            if n is not None:
+                counts.append(n)
+    return max(counts) if counts else None
 
 
 def set_layers(config, k):
@@ -102,10 +131,69 @@ def _set_experts(model, impl):
     model.set_experts_implementation(impl)
 
 
+def _build_error(cls_name, e):
+    return TPImportError("cannot build %s from its config: %s: %s (a setting "
+                         "--config-json leaves out?)" % (
+                             cls_name, type(e).__name__,
+                             str(e).strip().splitlines()[0][:200]
+                             if str(e).strip() else ""))
+
+
+def _keep_in_fp32(torch, model, dtype):
+    """The parameters transformers keeps in f32 whatever the dtype
+    (`_keep_in_fp32_modules[_strict]`), as from_pretrained loads them."""
+    get = getattr(model, "_get_dtype_plan", None)
+    plan = get(dtype) if get else {}
+    if not plan:
+        return
+    import re
+    patterns = [(re.compile(g.replace("*", ".*")), d) for g, d in plan.items()]
+    for name, p in list(model.named_parameters()):
+        for rx, d in patterns:
+            if rx.search(name) and p.dtype != d:
+                owner, _, attr = name.rpartition(".")
+                mod = model.get_submodule(owner)
+                mod._parameters[attr] = torch.nn.Parameter(
+                    p.detach().to(d), requires_grad=p.requires_grad)
+                break
+
+
+def _meta_hf(torch, cls, config, tdtype, folder=None):
+    """A transformers model with its parameters on the meta device and its
+    buffers computed or read from the checkpoint (meta.py)."""
+    from . import checkpoint, meta
+    ckpt = checkpoint.Folder(folder) if folder else None
+    mapping = getattr(cls, "_model_mapping", None)   # an Auto class
+    if mapping is not None:
+        cls = mapping[type(config)]
+    try:
+        model = meta.build_hf(torch, cls, config, tdtype)
+    except TPImportError:
+        raise
+    except Exception as e:   # the model's own code on an incomplete config
+        raise _build_error(cls.__name__, e)
+    if folder:
+        _keep_in_fp32(torch, model, tdtype)
+    persistent = [n for n in model.state_dict()
+                  if n not in dict(model.named_parameters(
+                      remove_duplicate=False))]
+    stored = ckpt.read(torch, persistent) if ckpt else {}
+    try:
+        meta.materialize_buffers(torch, model, stored)
+    except meta.MissingBuffers as e:   # what building it for real would take
+        e.parameter_bytes = sum(p.numel() * p.element_size()
+                                for p in model.parameters())
+        raise
+    return model, ckpt
+
+
 def build(torch, spec, dtype="f32", config_json=(), layers=None,
           model_class=None, module_kwargs="{}", seed=0,
-          attn_implementation="eager", experts_implementation="batched_mm"):
-    """Returns a Model. Raises TPImportError for bad input."""
+          attn_implementation="eager", experts_implementation="batched_mm",
+          meta=False):
+    """Returns a Model. Raises TPImportError for bad input. meta=True builds
+    it without weights: parameters on the meta device, buffers real
+    (meta.py); meta.MissingBuffers when a buffer has no value then."""
     tdtype = getattr(torch, DTYPES[dtype])
     overrides = load_overrides(config_json)
 
@@ -135,8 +223,13 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
         except ValueError as e:
             raise TPImportError("--module-kwargs is not JSON: %s" % e)
         torch.manual_seed(seed)
-        model = cls(**kwargs)
-        return Model(model.to(tdtype).eval(), False)
+        if meta:
+            from .meta import params_on_meta
+            with params_on_meta(torch):
+                model = cls(**kwargs)
+        else:
+            model = cls(**kwargs)
+        return Model(model.to(tdtype).eval(), False, meta=meta)
 
     import transformers
     transformers.utils.logging.disable_progress_bar()
@@ -154,8 +247,22 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
             set_layers(config, layers)
         config._attn_implementation = attn_implementation
         cls = pick_model_class(transformers, config, model_class)
-        model = cls.from_pretrained(spec, config=config, dtype=tdtype,
-                                    attn_implementation=attn_implementation)
+        if meta:
+            model, ckpt = _meta_hf(torch, cls, config, tdtype, folder=spec)
+            _set_experts(model, experts_implementation)
+            return Model(model.eval(), True, folder=spec, meta=True,
+                         checkpoint=ckpt)
+        # With fewer layers than the folder stores, transformers reports
+        # every weight of the others as unexpected: that is the point.
+        verbosity = transformers.utils.logging.get_verbosity()
+        if layers is not None:
+            transformers.utils.logging.set_verbosity_error()
+        try:
+            model = cls.from_pretrained(
+                spec, config=config, dtype=tdtype,
+                attn_implementation=attn_implementation)
+        finally:
+            transformers.utils.logging.set_verbosity(verbosity)
         _set_experts(model, experts_implementation)
         return Model(model.eval(), True, folder=spec)
 
@@ -179,16 +286,22 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
     config._attn_implementation = attn_implementation
     if model_cls is None:
         model_cls = pick_model_class(transformers, config, model_class)
-    torch.manual_seed(seed)
-    make = getattr(model_cls, "from_config", None) or model_cls._from_config
-    try:
-        model = make(config, dtype=tdtype,
-                     attn_implementation=attn_implementation)
-    except Exception as e:   # the model's own code on an incomplete config
-        raise TPImportError("cannot build %s from its config: %s: %s (a "
-                            "setting --config-json leaves out?)" % (
-                                model_cls.__name__, type(e).__name__,
-                                str(e).strip().splitlines()[0][:200]
-                                if str(e).strip() else ""))
+    # Parameters in `dtype` and buffers as the model computes them (RoPE's
+    # inv_freq stays f32), as from_pretrained loads a checkpoint.
+    if meta:
+        model, _ = _meta_hf(torch, model_cls, config, tdtype)
+    else:
+        torch.manual_seed(seed)
+        make = getattr(model_cls, "from_config", None) or \
+            model_cls._from_config
+        try:
+            model = make(config, dtype=tdtype,
+                         attn_implementation=attn_implementation)
+        except Exception as e:   # the model's own code on an incomplete config
+            raise _build_error(model_cls.__name__, e)
+    for p in model.parameters():
+        if p.is_floating_point() and p.dtype != tdtype:
+            p.data = p.data.to(tdtype)
+    _keep_in_fp32(torch, model, tdtype)
     _set_experts(model, experts_implementation)
-    return Model(model.to(tdtype).eval(), True)
+    return Model(model.eval(), True, meta=meta)
