@@ -301,15 +301,16 @@ def main(argv):
         # The full model with weights: for --weights and --reference, and
         # for the full self-check.
         need_real = bool(args.weights or args.reference)
-        plan = check_plan(args, model, need_real, resources) if check \
-            else {"mode": "off"}
-        if need_real or plan["mode"] == "full":
-            full_need = resources.needed(model)
-            if need_real and not resources.fits(full_need):
+        if need_real:
+            files_need = resources.needed_for_files(model, bool(args.weights))
+            if not resources.fits(files_need):
                 die("--weights and --reference need the model with its "
                     "weights (%s), more than this machine has available "
-                    "(%s)" % (resources.gb(full_need.total),
+                    "(%s)" % (resources.gb(files_need.total),
                               resources.gb(resources.available())))
+        plan = check_plan(args, model, resources) if check \
+            else {"mode": "off"}
+        if need_real or plan["mode"] == "full":
             if real is None:
                 with clock.stage("build with weights"):
                     real = build(args.layers, True)
@@ -421,7 +422,7 @@ def selfcheck_tool(args):
     return tp_run
 
 
-def check_plan(args, model, need_real, resources):
+def check_plan(args, model, resources):
     """What the self-check covers: {"mode": "full"} (the whole model),
     {"mode": "prefix", "layers": K, "of": N, "why": ...} (--check-layers,
     or a model too big for this machine), or {"mode": "skipped", "why":
@@ -437,7 +438,7 @@ def check_plan(args, model, need_real, resources):
         return {"mode": "prefix", "layers": k, "of": n,
                 "why": "--check-layers %d" % k}
     full = resources.needed(model)
-    if need_real or resources.fits(full):
+    if resources.fits(full):
         return {"mode": "full"}
     avail = resources.gb(resources.available())
     if n is None or n <= 1:

@@ -4,10 +4,10 @@ model with its weights fits this machine, which decides how much of it the
 self-check runs (docs/tp-import.md, "The self-check").
 
 A model "fits" when building it with its weights, writing them for tp-run
-and tp-run's own copy all fit: about three times the parameter bytes plus
-a margin in the memory the kernel reports available, and twice the
-parameter bytes inside this process's address-space limit (`ulimit -v`),
-if one is set.
+(unless tp-run reads the model's own folder) and tp-run's own copy all fit
+in the memory the kernel reports available, with a margin, and this
+process's part inside its address-space limit (`ulimit -v`), if one is
+set.
 """
 
 import contextlib
@@ -109,10 +109,21 @@ class Need:
 
 def needed(model, prefix=False):
     """What a self-check of the model (or of its first `prefix` layers)
-    needs: the model with its weights and the weights written for tp-run
-    in this process, tp-run's copy in its own."""
+    needs: the model with its weights and, unless tp-run reads the model's
+    own folder, the weights written for tp-run, in this process; tp-run's
+    copy in its own."""
     p = parameter_bytes(model, prefix)
-    return Need(3 * p + MARGIN, 2 * p + MARGIN)
+    own = p + (0 if model.folder else p) + MARGIN
+    return Need(own + p, own)
+
+
+def needed_for_files(model, weights):
+    """What --reference (the model with its weights, run once) and
+    --weights (also an f32 copy of them) need."""
+    p = parameter_bytes(model)
+    if weights:
+        p += 4 * sum(t.numel() for t in model.module.parameters())
+    return Need(p + MARGIN, p + MARGIN)
 
 
 def fits(need):
