@@ -592,4 +592,53 @@ def FuseAttentionPass : Pass<"tp-fuse-attention", "::mlir::ModuleOp"> {
   ];
 }
 
+def DedupKernelsPass : Pass<"tp-dedup-kernels", "::mlir::ModuleOp"> {
+  let summary = "Make identical kernels one: gpu.func in a gpu.module, "
+                "private func.func in a module";
+  let description = [{
+    A model's repeated layers lower to the same kernels over and over: a
+    32-layer Llama has 32 copies of each of its layer's kernels, which
+    the NVPTX backend, ptxas (GPU) or clang (CPU) would compile 32 times.
+    This pass keeps the first of each set of structurally identical
+    functions and points every reference to the others at it:
+
+    * in every `gpu.module`, its `gpu.func` ops (kernels are reached only
+      through `gpu.launch_func`, whatever their visibility);
+    * in every other symbol table (the builtin module), its private
+      functions with a body (`func.func private`; public functions are
+      entry points and stay).
+
+    Two functions are identical when they are the same operation with the
+    same attributes apart from their name (type, `kernel`, known block and
+    grid sizes, workgroup buffers, argument attributes) and bodies that
+    `OperationEquivalence` finds equivalent ignoring locations. A
+    structural hash of the body (operation names, attributes, properties,
+    result types, in walk order) sorts the candidates first, so the pass
+    is linear in the size of the module. Inner symbol tables go first, and
+    a table is revisited until nothing changes: host functions that
+    launched equal kernels (the fused attention's wrappers) become equal
+    once their kernels are one.
+
+    ```mlir
+    // before
+    gpu.launch_func @tp_kernels::@forward_kernel ...
+    gpu.launch_func @tp_kernels::@forward_kernel_0 ...
+    gpu.module @tp_kernels {
+      gpu.func @forward_kernel(%a: memref<4xf32>) kernel { ...A... }
+      gpu.func @forward_kernel_0(%b: memref<4xf32>) kernel { ...A... }
+    }
+    // after
+    gpu.launch_func @tp_kernels::@forward_kernel ...
+    gpu.launch_func @tp_kernels::@forward_kernel ...
+    gpu.module @tp_kernels {
+      gpu.func @forward_kernel(%a: memref<4xf32>) kernel { ...A... }
+    }
+    ```
+
+    The program computes exactly what it computed before: only names
+    change. Preconditions: none (any module); in tp-lower-gpu it runs after
+    `tp-merge-gpu-modules`, in tp-lower-cpu after `tp-outline-cpu-kernels`.
+  }];
+}
+
 #endif // TP_CONVERSION_PASSES_TD
