@@ -641,4 +641,56 @@ def DedupKernelsPass : Pass<"tp-dedup-kernels", "::mlir::ModuleOp"> {
   }];
 }
 
+def OutlineCPUKernelsPass
+    : Pass<"tp-outline-cpu-kernels", "::mlir::ModuleOp"> {
+  let summary = "Make each loop nest of a host function a private function "
+                "(a CPU kernel) called with the values it reads";
+  let description = [{
+    After vectorization a model's function is one long sequence of loop
+    nests and runtime calls: for a 32-layer Llama-2-7B, 52 000 lines of
+    LLVM IR in one function, on which clang's instruction selection,
+    register allocation (every call clobbers registers that the function's
+    long-lived values keep) and scheduler take minutes. This pass gives
+    each top-level loop of a function (an op with
+    `LoopLikeOpInterface`, without results) a private function of its own,
+    `<function>_kernel_<N>`, and calls it in the loop's place, as
+    `gpu-kernel-outlining` does for the GPU:
+
+    ```mlir
+    // before
+    func.func @forward(%x: memref<64xf32>) {
+      %c0 = arith.constant 0 : index ...
+      %v = memref.view %arena[%c256][] : memref<1024xi8> to memref<64xf32>
+      scf.for %i = %c0 to %c64 step %c16 { ... %x ... %v ... }
+    }
+    // after
+    func.func @forward(%x: memref<64xf32>) {
+      %v = memref.view %arena[%c256][] : memref<1024xi8> to memref<64xf32>
+      call @forward_kernel_0(%x, %v) : (memref<64xf32>, memref<64xf32>) -> ()
+    }
+    func.func private @forward_kernel_0(%a: memref<64xf32>, %b: memref<64xf32>)
+        attributes {llvm.linkage = #llvm.linkage<internal>,
+                    passthrough = ["noinline"]} {
+      %c0 = arith.constant 0 : index ...
+      scf.for %i = %c0 to %c64 step %c16 { ... %a ... %b ... }
+      return
+    }
+    ```
+
+    A value the loop reads from outside it is an argument, in the order of
+    its first use in the loop, unless a constant defines it: constants are
+    cloned into the kernel, where they fold as before. So the loops of
+    equal layers become equal kernels, which `tp-dedup-kernels` makes one,
+    and clang compiles each distinct loop nest once, in a small function.
+    Kernels are `noinline`: inlined back, they would make the host
+    function large again. What the loops compute is unchanged; each costs
+    one call more (a nest runs for microseconds at least). Loops with
+    results and other ops with regions stay where they are. Preconditions:
+    on buffers (after bufferization and `tp-plan-buffers`), before the
+    conversion to LLVM.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // TP_CONVERSION_PASSES_TD
