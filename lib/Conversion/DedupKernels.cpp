@@ -7,13 +7,10 @@
 //    candidates are its functions with a body (kernels are reached only
 //    through gpu.launch_func), any other table's are its private functions
 //    with a body. Public functions are entry points and are never touched.
-// 2. Candidates are bucketed by a structural hash: the function's operation
-//    name and attributes other than its name, then, for every operation of
-//    its body in walk order, OperationEquivalence::computeHash with
-//    operands and results ignored (name, attributes, properties, result
-//    types). In block order, a candidate is compared with the survivors of
-//    its bucket so far (same attributes, bodies equivalent by
-//    OperationEquivalence::isRegionEquivalentTo ignoring locations): equal
+// 2. Candidates are bucketed by their structural hash
+//    (FunctionEquivalence.h). In block order, a candidate is compared with
+//    the survivors of its bucket so far (areIdenticalFunctions: same
+//    attributes but the name, bodies equivalent ignoring locations): equal
 //    to one, it is a duplicate of it; else it survives. So the first of
 //    equal functions survives, and the cost is linear in the module's size
 //    plus one exact comparison per duplicate.
@@ -33,10 +30,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tp/Conversion/FunctionEquivalence.h"
 #include "tp/Conversion/Passes.h"
 
 #include "mlir/IR/AttrTypeSubElements.h"
-#include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -53,35 +50,6 @@ using namespace mlir;
 using namespace mlir::tp;
 
 namespace {
-
-/// The function's attributes (inherent ones included) without its name.
-DictionaryAttr attributesButName(FunctionOpInterface fn) {
-  NamedAttrList attrs(fn->getAttrDictionary());
-  attrs.erase(SymbolTable::getSymbolAttrName());
-  return attrs.getDictionary(fn->getContext());
-}
-
-/// A hash equal for structurally identical functions (see the header).
-llvm::hash_code structuralHash(FunctionOpInterface fn) {
-  llvm::hash_code hash =
-      llvm::hash_combine(fn->getName(), attributesButName(fn));
-  fn.getFunctionBody().walk([&](Operation *op) {
-    hash = llvm::hash_combine(
-        hash, OperationEquivalence::computeHash(
-                  op, OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::IgnoreLocations));
-  });
-  return hash;
-}
-
-bool identical(FunctionOpInterface a, FunctionOpInterface b) {
-  return a->getName() == b->getName() &&
-         attributesButName(a) == attributesButName(b) &&
-         OperationEquivalence::isRegionEquivalentTo(
-             &a.getFunctionBody(), &b.getFunctionBody(),
-             OperationEquivalence::IgnoreLocations);
-}
 
 /// The functions of `table` that may merge (step 1), in block order.
 SmallVector<FunctionOpInterface> candidatesOf(Operation *table) {
@@ -153,7 +121,7 @@ struct DedupKernelsPass
           SmallVector<FunctionOpInterface, 1> &bucket =
               buckets[structuralHash(fn)];
           auto same = llvm::find_if(bucket, [&](FunctionOpInterface kept) {
-            return identical(kept, fn);
+            return areIdenticalFunctions(kept, fn);
           });
           if (same != bucket.end())
             survivorOf[fn] = *same;
