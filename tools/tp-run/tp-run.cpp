@@ -5,7 +5,7 @@
 //          [--steps K] [--compile-only] [--chip sm_NN]
 //          [--timeout S] [--checkpoint PATH]
 //          [--reference PATH [--reference-tol R]]
-//          [--work-dir DIR] [shard options]
+//          [--work-dir DIR] [--mlir-timing] [shard options]
 //
 // 1. Gets the model (a file, or tp-gen with the given options). A model
 //    that declares its mesh (tp.mesh, shard.grid) runs on it; --tp, when
@@ -15,6 +15,8 @@
 //    tensors get their bound, IndexBounds.h), then --tp-lower-cpu, LLVM
 //    IR, a small C glue (the entry point, and the model.json text that
 //    tp-runner checks model.json against) and clang-22 make model.so.
+//    --mlir-timing prints the time of each stage (and of each pass of the
+//    two pipelines) to stderr after the compile.
 // 3. Runs tp-runner on N ranks with mpirun (one process per rank;
 //    TP_RUN_MPIRUN overrides the launcher). A run still going after
 //    --timeout seconds is stopped: mpirun gets SIGTERM and stops every rank.
@@ -70,6 +72,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringExtras.h"
@@ -600,10 +603,14 @@ bool makeUnsharded(ModuleOp module) {
 }
 
 /// Shards, lowers and builds a copy of the parsed model `parsed` into
-/// `dir`; returns model.json.
+/// `dir`; returns model.json. Each stage is timed in a scope nested in
+/// `time` (--mlir-timing: the passes of --tp-shard and of the lowering,
+/// the translation to LLVM IR, writing model.ll, clang).
 llvm::json::Object compile(MLIRContext &context, ModuleOp parsed, int devices,
                            StringRef dir, StringRef clang, int64_t high,
-                           bool gpu = false) {
+                           TimingScope &parentTime, bool gpu = false) {
+  TimingScope time = parentTime.nest("compile tp=" + std::to_string(devices) +
+                                     (gpu ? " (gpu)" : " (cpu)"));
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(parsed->clone()));
 
   // A model that declares its mesh runs on it (main() checked --tp against
@@ -671,8 +678,12 @@ llvm::json::Object compile(MLIRContext &context, ModuleOp parsed, int devices,
   auto shard = PassManager::on<ModuleOp>(&context);
   tprun::addShardPipeline(shard, meshOption + " " + shardOptions,
                           (dir + "/plan.json").str());
+  TimingScope shardTime = time.nest("shard (--tp-shard)");
+  shard.enableTiming(shardTime);
   if (failed(shard.run(*module)))
     die(llvm::formatv("sharding for tp={0} failed", devices));
+  shardTime.stop();
+  TimingScope describeTime = time.nest("describe (model.json, glue.c)");
   {
     // The glue calls the entry from C: give it a name no C or runtime
     // symbol has ('main' would clash with the C entry point).
@@ -695,6 +706,7 @@ llvm::json::Object compile(MLIRContext &context, ModuleOp parsed, int devices,
     module->print(os);
     writeFile((dir + "/model.tp.mlir").str(), text);
   }
+  describeTime.stop();
 
   auto lower = PassManager::on<ModuleOp>(&context);
   std::string gpuError;
@@ -702,19 +714,27 @@ llvm::json::Object compile(MLIRContext &context, ModuleOp parsed, int devices,
     tp::buildLowerCPUPipeline(lower);
   else if (!tprun::buildGpuLowering(lower, gpuError)) // Gpu.h
     die(gpuError, 2);
+  TimingScope lowerTime =
+      time.nest(gpu ? "lower (--tp-lower-gpu)" : "lower (--tp-lower-cpu)");
+  lower.enableTiming(lowerTime);
   if (failed(lower.run(*module)))
     die(llvm::formatv("lowering for tp={0} failed", devices));
+  lowerTime.stop();
+  TimingScope translateTime = time.nest("translate to LLVM IR");
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(*module, llvmContext);
   if (!llvmModule)
     die("translation to LLVM IR failed");
+  translateTime.stop();
+  TimingScope writeTime = time.nest("write model.ll");
   {
     std::string text;
     llvm::raw_string_ostream os(text);
     llvmModule->print(os, nullptr);
     writeFile((dir + "/model.ll").str(), text);
   }
+  writeTime.stop();
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object(model)));
@@ -751,8 +771,10 @@ llvm::json::Object compile(MLIRContext &context, ModuleOp parsed, int devices,
   for (char **e = environ; *e; ++e)
     if (!StringRef(*e).starts_with("TMPDIR="))
       clangEnv.push_back(*e);
+  TimingScope clangTime = time.nest("clang (model.so)");
   int rc = runProgram(clang, linkArgs, timeoutSeconds,
                       ArrayRef<StringRef>(clangEnv), log);
+  clangTime.stop();
   if (rc != 0) {
     auto text = llvm::MemoryBuffer::getFile(log);
     die("clang failed building model.so" +
@@ -831,6 +853,8 @@ std::vector<Output> readOutputs(StringRef path) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // --mlir-timing (-display=list|tree): the compile's stages and passes.
+  registerDefaultTimingManagerCLOptions();
   cl::HideUnrelatedOptions({&category, &tprun::preflightCategory(),
                             &tprun::trainCategory(), &tprun::gpuCategory()});
   cl::ParseCommandLineOptions(
@@ -1093,10 +1117,13 @@ int main(int argc, char **argv) {
   std::string runner = findTool("tp-runner", binDir);
 
   // 2. Compile for N (and 1).
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope compileTime = timing.getRootScope();
   std::string dirN = (work + "/tp" + Twine(int(devices))).str();
   makeFolder(dirN);
   llvm::json::Object model = compile(context, *parsed, devices, dirN, clang,
-                                     high, tprun::isGpu(target));
+                                     high, compileTime, tprun::isGpu(target));
   // A training step (docs/training.md): the runner feeds the updated
   // results back and writes the loss curve.
   bool training = tprun::isTrainingStep(model);
@@ -1110,8 +1137,12 @@ int main(int argc, char **argv) {
           .str();
   if (check) {
     makeFolder(dir1);
-    compile(context, *parsed, 1, dir1, clang, high);
+    compile(context, *parsed, 1, dir1, clang, high, compileTime);
   }
+  compileTime.stop();
+  // With --mlir-timing, the report (stderr) now, before the run's output.
+  timing.print();
+  timing.setEnabled(false);
 
   // Plan summary.
   llvm::outs() << "tp-run: model " << inputFile << ", " << devices

@@ -592,4 +592,105 @@ def FuseAttentionPass : Pass<"tp-fuse-attention", "::mlir::ModuleOp"> {
   ];
 }
 
+def DedupKernelsPass : Pass<"tp-dedup-kernels", "::mlir::ModuleOp"> {
+  let summary = "Make identical kernels one: gpu.func in a gpu.module, "
+                "private func.func in a module";
+  let description = [{
+    A model's repeated layers lower to the same kernels over and over: a
+    32-layer Llama has 32 copies of each of its layer's kernels, which
+    the NVPTX backend, ptxas (GPU) or clang (CPU) would compile 32 times.
+    This pass keeps the first of each set of structurally identical
+    functions and points every reference to the others at it:
+
+    * in every `gpu.module`, its `gpu.func` ops (kernels are reached only
+      through `gpu.launch_func`, whatever their visibility);
+    * in every other symbol table (the builtin module), its private
+      functions with a body (`func.func private`; public functions are
+      entry points and stay).
+
+    Two functions are identical when they are the same operation with the
+    same attributes apart from their name (type, `kernel`, known block and
+    grid sizes, workgroup buffers, argument attributes) and bodies that
+    `OperationEquivalence` finds equivalent ignoring locations. A
+    structural hash of the body (operation names, attributes, properties,
+    result types, in walk order) sorts the candidates first, so the pass
+    is linear in the size of the module. Inner symbol tables go first, and
+    a table is revisited until nothing changes: host functions that
+    launched equal kernels (the fused attention's wrappers) become equal
+    once their kernels are one.
+
+    ```mlir
+    // before
+    gpu.launch_func @tp_kernels::@forward_kernel ...
+    gpu.launch_func @tp_kernels::@forward_kernel_0 ...
+    gpu.module @tp_kernels {
+      gpu.func @forward_kernel(%a: memref<4xf32>) kernel { ...A... }
+      gpu.func @forward_kernel_0(%b: memref<4xf32>) kernel { ...A... }
+    }
+    // after
+    gpu.launch_func @tp_kernels::@forward_kernel ...
+    gpu.launch_func @tp_kernels::@forward_kernel ...
+    gpu.module @tp_kernels {
+      gpu.func @forward_kernel(%a: memref<4xf32>) kernel { ...A... }
+    }
+    ```
+
+    The program computes exactly what it computed before: only names
+    change. Preconditions: none (any module); in tp-lower-gpu it runs after
+    `tp-merge-gpu-modules`, in tp-lower-cpu after `tp-outline-cpu-kernels`.
+  }];
+}
+
+def OutlineCPUKernelsPass
+    : Pass<"tp-outline-cpu-kernels", "::mlir::ModuleOp"> {
+  let summary = "Make each loop nest of a host function a private function "
+                "(a CPU kernel) called with the values it reads";
+  let description = [{
+    After vectorization a model's function is one long sequence of loop
+    nests and runtime calls: for a 32-layer Llama-2-7B, 52 000 lines of
+    LLVM IR in one function, on which clang's instruction selection,
+    register allocation (every call clobbers registers that the function's
+    long-lived values keep) and scheduler take minutes. This pass gives
+    each top-level loop of a function (an op with
+    `LoopLikeOpInterface`, without results) a private function of its own,
+    `<function>_kernel_<N>`, and calls it in the loop's place, as
+    `gpu-kernel-outlining` does for the GPU:
+
+    ```mlir
+    // before
+    func.func @forward(%x: memref<64xf32>) {
+      %c0 = arith.constant 0 : index ...
+      %v = memref.view %arena[%c256][] : memref<1024xi8> to memref<64xf32>
+      scf.for %i = %c0 to %c64 step %c16 { ... %x ... %v ... }
+    }
+    // after
+    func.func @forward(%x: memref<64xf32>) {
+      %v = memref.view %arena[%c256][] : memref<1024xi8> to memref<64xf32>
+      call @forward_kernel_0(%x, %v) : (memref<64xf32>, memref<64xf32>) -> ()
+    }
+    func.func private @forward_kernel_0(%a: memref<64xf32>, %b: memref<64xf32>)
+        attributes {llvm.linkage = #llvm.linkage<internal>,
+                    passthrough = ["noinline"]} {
+      %c0 = arith.constant 0 : index ...
+      scf.for %i = %c0 to %c64 step %c16 { ... %a ... %b ... }
+      return
+    }
+    ```
+
+    A value the loop reads from outside it is an argument, in the order of
+    its first use in the loop, unless a constant defines it: constants are
+    cloned into the kernel, where they fold as before. So the loops of
+    equal layers become equal kernels, which `tp-dedup-kernels` makes one,
+    and clang compiles each distinct loop nest once, in a small function.
+    Kernels are `noinline`: inlined back, they would make the host
+    function large again. What the loops compute is unchanged; each costs
+    one call more (a nest runs for microseconds at least). Loops with
+    results and other ops with regions stay where they are. Preconditions:
+    on buffers (after bufferization and `tp-plan-buffers`), before the
+    conversion to LLVM.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // TP_CONVERSION_PASSES_TD

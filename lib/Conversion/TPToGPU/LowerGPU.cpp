@@ -14,6 +14,7 @@
 //   tp-linalg-to-gpu, gpu-launch-sink-index-computations,
 //   gpu-kernel-outlining, tp-merge-gpu-modules     kernels in one module,
 //                                                  device buffers
+//   tp-dedup-kernels                               each distinct kernel once
 //   gpu-async-region, nvvm-attach-target,
 //   convert-gpu-to-nvvm (gpu.module), gpu-to-llvm,
 //   host conversions to LLVM, gpu-module-to-binary  PTX / cubin / fatbin
@@ -255,6 +256,8 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
   }
   if (options.stopAfter == "kernels")
     return;
+  // Each distinct kernel once: the layers of a model launch the same ones.
+  pm.addPass(createDedupKernelsPass());
 
   // Device code to NVVM, host code to LLVM with the upstream GPU host ABI.
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());

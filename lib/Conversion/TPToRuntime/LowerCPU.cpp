@@ -9,6 +9,8 @@
 //   one-shot-bufferize, buffer-results-to-out-params (results in place)
 //   tp-plan-buffers                                temporaries in one arena
 //   tp-vectorize-cpu, convert-linalg-to-loops      loops over vectors
+//   tp-outline-cpu-kernels, tp-dedup-kernels       each loop nest a function,
+//                                                  each distinct one once
 //   vector, math, arith, memref, scf, func → LLVM
 //
 // tp-gen's numerics test validates it against an independent Python
@@ -69,6 +71,11 @@ void mlir::tp::buildLowerCPUPipeline(OpPassManager &pm,
   // Loops over vectors, then scalar loops for what did not vectorize.
   pm.addNestedPass<func::FuncOp>(createVectorizeCPUPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Each loop nest a function of its own, each distinct one once: clang
+  // compiles small functions in linear time, and a model's equal layers
+  // once.
+  pm.addPass(createOutlineCPUKernelsPass());
+  pm.addPass(createDedupKernelsPass());
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Counts, for test/Conversion/lower-gpu.test, what --tp-lower-gpu must
 preserve: matmul-family ops in the input against GEMM calls in the output,
-collectives against runtime collective calls, and kernel launches
-(stop-after=kernels) against PTX entry points.
+collectives against runtime collective calls, kernel launches
+(stop-after=kernels), the distinct kernels the lowered program launches
+against PTX entry points, and how many PTX entry points have the same code
+as another one (tp-dedup-kernels: none).
 
 Usage: lower-gpu-count.py INPUT.mlir KERNELS.mlir LOWERED.mlir
-Prints seven lines, 'name: count', that the test compares with FileCheck
+Prints nine lines, 'name: count', that the test compares with FileCheck
 variables. The contraction test is independent of the compiler's: a
 linalg.generic with a reduction iterator, two inputs, and a body made of
 exactly one multiplication and one addition. Each fused attention
@@ -55,8 +57,30 @@ def main():
         r"llvm\.call @tprt_mlir_(?:all_reduce|all_gather|reduce_scatter|"
         r"all_to_all|slice)_", lowered)))
     print("kernel launches: %d" % len(re.findall(r"gpu\.launch_func\b", kernels)))
+    launched = re.findall(r"gpu\.launch_func\b[^@]*@\w+::@(\w+)", lowered)
+    print("distinct kernels launched: %d" % len(set(launched)))
     print("ptx entries: %d" % len(re.findall(r"\.entry ", lowered)))
+    print("ptx entries equal to another: %d" % duplicate_entries(lowered))
     print("fused attentions: %d" % fused)
+
+
+def duplicate_entries(lowered):
+    """PTX entry points whose code, their name aside, is another's."""
+    seen = set()
+    duplicates = 0
+    for ptx in re.findall(r'assembly = "(.*?)"', lowered, re.S):
+        ptx = ptx.replace("\\0A", "\n").replace("\\09", "\t")
+        for body in re.split(r"\.visible \.entry ", ptx)[1:]:
+            name = re.match(r"\w+", body).group(0)
+            body = body[:body.find("\n}\n") + 3]
+            # The name, and the parameters and workgroup buffers named
+            # after it.
+            code = re.sub(r"%s(?!\d)" % re.escape(name), "KERNEL", body)
+            # Block labels number the functions of the module.
+            code = re.sub(r"\$L__BB\d+_", "$L__BB_", code)
+            duplicates += code in seen
+            seen.add(code)
+    return duplicates
 
 
 if __name__ == "__main__":
