@@ -257,6 +257,10 @@ private:
 };
 
 bool isSixteenBit(Type type);
+/// Whether `op` computes at a 16-bit peak: a 16-bit result, or a
+/// contraction of 16-bit operands (bf16 x bf16 into an f32 accumulator is
+/// a 16-bit GEMM with f32 accumulation, as cuBLAS runs it).
+bool computesInSixteenBit(Operation *op);
 double globalBytes(Type type);
 std::string describeValue(Value value);
 

@@ -79,6 +79,18 @@ bool mlir::tp::detail::isSixteenBit(Type type) {
   return element.isIntOrFloat() && element.getIntOrFloatBitWidth() <= 16;
 }
 
+bool mlir::tp::detail::computesInSixteenBit(Operation *op) {
+  if (op->getNumResults() && isSixteenBit(op->getResult(0).getType()))
+    return true;
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  return linalgOp && linalgOp.getNumDpsInputs() == 2 &&
+         linalg::isaContractionOpInterface(linalgOp) &&
+         llvm::all_of(linalgOp.getDpsInputs(), [](Value v) {
+           Type element = getElementTypeOrSelf(v.getType());
+           return isa<FloatType>(element) && isSixteenBit(element);
+         });
+}
+
 double mlir::tp::detail::globalBytes(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)

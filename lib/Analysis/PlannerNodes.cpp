@@ -642,8 +642,7 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
                       ? 0
                       : costModel.computeTime(
                             points * rule.opsPerPoint, bytes,
-                            op->getNumResults() &&
-                                isSixteenBit(op->getResult(0).getType()));
+                            computesInSixteenBit(op));
       s.padded = padded;
       // Description: "replicated" or "tp=f1(parallel 3072)" etc.
       SmallVector<std::string> parts;

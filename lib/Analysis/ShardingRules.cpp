@@ -264,6 +264,12 @@ struct LinalgStructuredModel
     for (Operation &bodyOp : linalgOp.getBlock()->without_terminator())
       if (!isa<linalg::IndexOp>(bodyOp))
         ++ops;
+    // A contraction runs as a GEMM: a multiply and an add per point. The
+    // casts of a widening body (bf16 operands extf'd into an f32
+    // accumulator) are not work of their own: the GEMM reads 16-bit
+    // operands as they are.
+    if (linalg::isaContractionOpInterface(linalgOp))
+      ops = std::min<int64_t>(ops, 2);
     rule.opsPerPoint = ops;
     return rule;
   }

@@ -2,9 +2,11 @@
 //
 // The cuBLAS calls the runtime makes (runtime/lib/cuda/CublasGemm.cpp),
 // served by the host GEMM of the CPU backends (common/HostGemm.h: CBLAS in
-// f32/f64, f16 and bf16 widened to f32 and rounded once), on the emulated
+// f32/f64, f16 and bf16 widened to f32 and rounded once, or written as f32
+// for the mixed-precision CUDA_R_16F/16BF x CUDA_R_32F form), on the emulated
 // driver's device memory. The arguments are checked as cuBLAS checks them
-// (operations, types, compute types, leading dimensions, batch counts:
+// (operations, cublasGemmEx's table of data and compute types, leading
+// dimensions, batch counts:
 // CUBLAS_STATUS_INVALID_VALUE or CUBLAS_STATUS_NOT_SUPPORTED), and every
 // operand's extent as the column-major view spans it (lda * (columns - 1)
 // + rows elements, per batch) must lie in one live device buffer; a
@@ -49,49 +51,74 @@ cublasStatus_t complain(cublasStatus_t status, const std::string &what) {
   return status;
 }
 
-/// The element type of a GEMM and how to read its scalars.
+/// The element types of a GEMM (A and B, C) and how to read its scalars.
 struct Types {
-  tprt_dtype dtype;
+  tprt_dtype dtype;  // A and B
   size_t bytes;
+  tprt_dtype cDtype; // C: dtype, or f32 for 16-bit A and B
+  size_t cBytes;
   bool doubleScalars;
 };
 
+/// cublasGemmEx's table of data and compute types (the cuBLAS
+/// documentation), for the types the emulator computes: A and B of one
+/// type; C of that type, or CUDA_R_32F for CUDA_R_16F and CUDA_R_16BF
+/// operands; CUBLAS_COMPUTE_32F[_PEDANTIC] for 16-bit and f32 operands
+/// (f32 alone also with the FAST_16F, FAST_16BF and FAST_TF32 compute
+/// types), CUBLAS_COMPUTE_64F[_PEDANTIC] for f64. Any other combination is
+/// CUBLAS_STATUS_NOT_SUPPORTED, as cuBLAS answers.
 cublasStatus_t typesOf(const char *call, cudaDataType a, cudaDataType b,
                        cudaDataType c, cublasComputeType_t compute, Types &out) {
-  if (a != b || a != c)
+  auto unsupported = [&](const std::string &why) {
     return complain(CUBLAS_STATUS_NOT_SUPPORTED,
-                    std::string(call) + ": mixed operand types (" +
-                        std::to_string(a) + ", " + std::to_string(b) + ", " +
-                        std::to_string(c) + ") are not emulated");
-  bool f32Compute = compute == CUBLAS_COMPUTE_32F ||
-                    compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
-                    compute == CUBLAS_COMPUTE_32F_FAST_16F ||
-                    compute == CUBLAS_COMPUTE_32F_FAST_16BF ||
-                    compute == CUBLAS_COMPUTE_32F_PEDANTIC;
+                    std::string(call) + ": data types (A " +
+                        std::to_string(a) + ", B " + std::to_string(b) +
+                        ", C " + std::to_string(c) + ") with compute type " +
+                        std::to_string(compute) + " " + why);
+  };
+  if (a != b)
+    return unsupported("are not one of cuBLAS's combinations (A and B of "
+                       "different types)");
+  bool f32Compute =
+      compute == CUBLAS_COMPUTE_32F || compute == CUBLAS_COMPUTE_32F_PEDANTIC;
+  bool fastCompute = compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
+                     compute == CUBLAS_COMPUTE_32F_FAST_16F ||
+                     compute == CUBLAS_COMPUTE_32F_FAST_16BF;
+  bool f64Compute =
+      compute == CUBLAS_COMPUTE_64F || compute == CUBLAS_COMPUTE_64F_PEDANTIC;
   switch (a) {
   case CUDA_R_32F:
-    if (!f32Compute)
+    if (c != CUDA_R_32F || !(f32Compute || fastCompute))
       break;
-    out = {TPRT_F32, 4, false};
+    out = {TPRT_F32, 4, TPRT_F32, 4, false};
     return CUBLAS_STATUS_SUCCESS;
   case CUDA_R_16F:
-  case CUDA_R_16BF:
+  case CUDA_R_16BF: {
+    tprt_dtype dtype = a == CUDA_R_16F ? TPRT_F16 : TPRT_BF16;
+    if (compute == CUBLAS_COMPUTE_16F || compute == CUBLAS_COMPUTE_16F_PEDANTIC)
+      if (a == CUDA_R_16F && c == CUDA_R_16F)
+        return unsupported("are not emulated (f16 compute)");
     if (!f32Compute)
-      break; // COMPUTE_16F is not emulated
-    out = {a == CUDA_R_16F ? TPRT_F16 : TPRT_BF16, 2, false};
-    return CUBLAS_STATUS_SUCCESS;
-  case CUDA_R_64F:
-    if (compute != CUBLAS_COMPUTE_64F && compute != CUBLAS_COMPUTE_64F_PEDANTIC)
       break;
-    out = {TPRT_F64, 8, true};
-    return CUBLAS_STATUS_SUCCESS;
-  default:
+    if (c == a) {
+      out = {dtype, 2, dtype, 2, false};
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    if (c == CUDA_R_32F) {
+      out = {dtype, 2, TPRT_F32, 4, false};
+      return CUBLAS_STATUS_SUCCESS;
+    }
     break;
   }
-  return complain(CUBLAS_STATUS_NOT_SUPPORTED,
-                  std::string(call) + ": data type " + std::to_string(a) +
-                      " with compute type " + std::to_string(compute) +
-                      " is not emulated");
+  case CUDA_R_64F:
+    if (c != CUDA_R_64F || !f64Compute)
+      break;
+    out = {TPRT_F64, 8, TPRT_F64, 8, true};
+    return CUBLAS_STATUS_SUCCESS;
+  default:
+    return unsupported("are not emulated");
+  }
+  return unsupported("are not one of cuBLAS's combinations");
 }
 
 cublasStatus_t scalar(const char *call, const Handle *h, const void *p,
@@ -171,16 +198,23 @@ cublasStatus_t one(const Gemm &g, const void *a, const void *b, void *c) {
                                         g.types.bytes, hostB))
       return s;
   }
-  if (cublasStatus_t s =
-          checkOperand(g.call, "C", c, g.m, g.n, g.ldc, g.types.bytes, hostC))
+  if (cublasStatus_t s = checkOperand(g.call, "C", c, g.m, g.n, g.ldc,
+                                      g.types.cBytes, hostC))
     return s;
   if (g.m == 0 || g.n == 0)
     return CUBLAS_STATUS_SUCCESS;
   // Row-major C^T (n x m, ld ldc) = op(B)^T (n x k) op(A)^T (k x m).
-  tprt_status status = tprt::hostGemm(
-      g.types.dtype, g.tb != CUBLAS_OP_N, g.ta != CUBLAS_OP_N, g.n, g.m, g.k,
-      g.alpha, hostB, g.ldb, hostA, g.lda, g.beta, const_cast<void *>(hostC),
-      g.ldc);
+  tprt_status status =
+      g.types.cDtype == g.types.dtype
+          ? tprt::hostGemm(g.types.dtype, g.tb != CUBLAS_OP_N,
+                           g.ta != CUBLAS_OP_N, g.n, g.m, g.k, g.alpha, hostB,
+                           g.ldb, hostA, g.lda, g.beta,
+                           const_cast<void *>(hostC), g.ldc)
+          : tprt::hostGemmWidened(g.types.dtype, g.types.cDtype,
+                                  g.tb != CUBLAS_OP_N, g.ta != CUBLAS_OP_N,
+                                  g.n, g.m, g.k, g.alpha, hostB, g.ldb, hostA,
+                                  g.lda, g.beta, const_cast<void *>(hostC),
+                                  g.ldc);
   if (status != TPRT_OK)
     return complain(CUBLAS_STATUS_EXECUTION_FAILED,
                     std::string(g.call) + ": the host GEMM failed: " +
@@ -289,12 +323,12 @@ MOCK_EXPORT cublasStatus_t cublasGemmStridedBatchedEx_64(
   Gemm g{"cublasGemmStridedBatchedEx", ta, tb, m, n, k, lda, ldb, ldc, {}, 0, 0};
   if (cublasStatus_t s = prepare(g, handle, alpha, beta, at, bt, ct, compute, batch))
     return s;
-  size_t e = g.types.bytes;
+  size_t e = g.types.bytes, ec = g.types.cBytes;
   for (int64_t i = 0; i < batch; ++i)
     if (cublasStatus_t s =
             one(g, static_cast<const char *>(A) + size_t(i * strideA) * e,
                 static_cast<const char *>(B) + size_t(i * strideB) * e,
-                static_cast<char *>(C) + size_t(i * strideC) * e))
+                static_cast<char *>(C) + size_t(i * strideC) * ec))
       return s;
   return CUBLAS_STATUS_SUCCESS;
 }

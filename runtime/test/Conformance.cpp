@@ -24,7 +24,9 @@
 //    member failing its argument check (TPRT_ERROR_MISMATCH on the others,
 //    with the output untouched); the group must keep working afterwards;
 //  - group numbering, group caching, counters, timers, tprt_gemm,
-//    tprt_gemm_strided_batched and tprt_gemm_shared_a (against plain
+//    tprt_gemm_strided_batched, tprt_gemm_mixed (f16 and bf16 operands
+//    into f32, batched and strided, against the double reference within
+//    f32's rounding: never rounded to 16 bits) and tprt_gemm_shared_a (against plain
 //    tprt_gemm calls), tprt_gemm_epilogue (against the formula in
 //    double: every activation, with and without bias and addend, the
 //    addend in C itself), the topology queries (TPRT_RANKS_PER_NODE
@@ -294,6 +296,9 @@ private:
   void testGemmErrors();
   void testBatchedGemm(tprt_dtype dtype, bool transA, bool transB);
   void testBatchedGemmErrors();
+  void testMixedGemm(tprt_dtype abType, bool transA, bool transB, float beta,
+                     int64_t batch);
+  void testMixedGemmErrors();
   void testSharedAGemm(tprt_dtype dtype, bool transA, bool transB,
                        bool interleaved);
   void testSharedAGemmErrors();
@@ -862,6 +867,129 @@ void Suite::testBatchedGemmErrors() {
                TPRT_OK, "batched gemm of an empty batch does nothing", nullptr);
 }
 
+void Suite::testMixedGemm(tprt_dtype abType, bool transA, bool transB,
+                          float beta, int64_t batch) {
+  // `batch` products of 4x6 by 6x5 with A and B in abType and C in f32,
+  // each matrix followed by a gap (the strides), C's rows padded. The
+  // operands are fractions exact in abType whose products need more than
+  // its bits: C must be the f32 sum, not the sum rounded to 16 bits.
+  const int64_t m = 4, n = 5, k = 6, gap = 3;
+  int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
+  int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
+  int64_t lda = colsA + 1, ldb = colsB, ldc = n + 2;
+  int64_t strideA = rowsA * lda + gap, strideB = rowsB * ldb + gap,
+          strideC = m * ldc + gap;
+  size_t es = tprt::dtypeSize(abType);
+  std::vector<char> a(size_t(batch * strideA) * es),
+      b(size_t(batch * strideB) * es),
+      c(size_t(batch * strideC) * sizeof(float));
+  auto valueA = [&](int64_t p, int64_t i, int64_t l) {
+    return roundTo(abType, 1.0 + double((p * 5 + i * 3 + l * 2) % 7) / 64.0);
+  };
+  auto valueB = [&](int64_t p, int64_t l, int64_t j) {
+    return roundTo(abType,
+                   double((p * 3 + l * 4 + j) % 5 - 2) * (1.0 + 1.0 / 128));
+  };
+  auto valueC = [&](int64_t i, int64_t j) {
+    return double((i * 5 + j) % 9) / 256.0 - 0.5;
+  };
+  for (int64_t i = 0; i < batch * strideC; ++i)
+    store(TPRT_F32, c.data(), i, 55.0);
+  for (int64_t p = 0; p < batch; ++p) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t l = 0; l < k; ++l)
+        store(abType, a.data(),
+              p * strideA + (transA ? l * lda + i : i * lda + l),
+              valueA(p, i, l));
+      for (int64_t j = 0; j < n; ++j)
+        store(TPRT_F32, c.data(), p * strideC + i * ldc + j,
+              beta == 0.0f ? NAN : valueC(i, j));
+    }
+    for (int64_t l = 0; l < k; ++l)
+      for (int64_t j = 0; j < n; ++j)
+        store(abType, b.data(),
+              p * strideB + (transB ? j * ldb + l : l * ldb + j),
+              valueB(p, l, j));
+  }
+  const float alpha = 0.75f;
+  std::string what = std::string("mixed gemm ") + name(abType) + " into f32" +
+                     (transA ? " A^T" : " A") + (transB ? " B^T" : " B") +
+                     " beta " + std::to_string(beta) + " batch " +
+                     std::to_string(batch);
+  Buffer da(ctx, a), db(ctx, b), dc(ctx, c);
+  tprt_stats before = {}, after = {};
+  tprt_stats_get(ctx, &before);
+  tprt_status status = tprt_gemm_mixed(
+      ctx, abType, TPRT_F32, transA, transB, m, n, k, alpha, da.data(), lda,
+      batch == 1 ? 0 : strideA, db.data(), ldb, batch == 1 ? 0 : strideB, beta,
+      dc.data(), ldc, batch == 1 ? 0 : strideC, batch, nullptr);
+  if (status != TPRT_OK)
+    return check(false, what, tprt_last_error());
+  tprt_stats_get(ctx, &after);
+  check(after.gemm_calls == before.gemm_calls + uint64_t(batch) &&
+            after.gemm_flops == before.gemm_flops + 2.0 * batch * m * n * k,
+        what + " counts " + std::to_string(batch) + " GEMMs");
+  // f32 sums of six exact products: within a few f32 ulps of the exact
+  // value, far below bf16's or f16's half ulp.
+  const float *out = reinterpret_cast<const float *>(dc.host());
+  int wrong = 0;
+  std::string detail;
+  for (int64_t x = 0; x < batch * strideC; ++x) {
+    int64_t p = x / strideC, rest = x % strideC;
+    int64_t i = rest / ldc, j = rest % ldc;
+    double want = 55.0; // the gaps and the padding are not written
+    double bound = 0;
+    if (i < m && j < n) {
+      double sum = 0, magnitude = 0;
+      for (int64_t l = 0; l < k; ++l) {
+        double product = valueA(p, i, l) * valueB(p, l, j);
+        sum += product;
+        magnitude += std::fabs(product);
+      }
+      want = alpha * sum + (beta == 0.0f ? 0.0 : beta * valueC(i, j));
+      bound = std::ldexp(1.0, -21) * (magnitude + 1.0);
+    }
+    if (!(std::fabs(double(out[x]) - want) <= bound) && wrong++ == 0)
+      detail = "element " + std::to_string(x) + " is " +
+               std::to_string(out[x]) + ", expected " + std::to_string(want);
+  }
+  check(wrong == 0, what, detail);
+}
+
+void Suite::testMixedGemmErrors() {
+  float a[64] = {0}, b[64] = {0}, c[64] = {0};
+  expectStatus(tprt_gemm_mixed(ctx, TPRT_F32, TPRT_F64, 0, 0, 2, 2, 2, 1.0f, a,
+                               2, 0, b, 2, 0, 0.0f, c, 2, 0, 1, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "mixed gemm rejects f32 operands into f64",
+               "f32 operands into f64 are not supported");
+  expectStatus(tprt_gemm_mixed(ctx, TPRT_BF16, TPRT_F16, 0, 0, 2, 2, 2, 1.0f,
+                               a, 2, 0, b, 2, 0, 0.0f, c, 2, 0, 1, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "mixed gemm rejects bf16 operands into f16",
+               "bf16 operands into f16 are not supported");
+  expectStatus(tprt_gemm_mixed(ctx, TPRT_BF16, static_cast<tprt_dtype>(42), 0,
+                               0, 2, 2, 2, 1.0f, a, 2, 0, b, 2, 0, 0.0f, c, 2,
+                               0, 1, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "mixed gemm rejects a c_dtype that is not a tprt_dtype",
+               "c_dtype 42 is not a tprt_dtype");
+  expectStatus(tprt_gemm_mixed(ctx, TPRT_BF16, TPRT_F32, 0, 0, 2, 2, 2, 1.0f,
+                               a, 2, 4, b, 2, 4, 0.0f, c, 2, 2, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "mixed gemm rejects overlapping outputs",
+               "the outputs of the batch overlap");
+  expectStatus(tprt_gemm_mixed(ctx, TPRT_F16, TPRT_F32, 1, 0, 2, 2, 3, 1.0f, a,
+                               1, 0, b, 2, 0, 0.0f, c, 2, 0, 1, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "mixed gemm rejects a short lda",
+               "lda is 1, smaller than the 2 columns of A as stored");
+  expectStatus(tprt_gemm_mixed(ctx, TPRT_BF16, TPRT_F32, 0, 0, 2, 2, 2, 1.0f,
+                               a, 2, 0, b, 2, 0, 0.0f, nullptr, 2, 0, 1,
+                               nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "mixed gemm rejects a null c",
+               "c is null");
+}
+
 void Suite::testSharedAGemm(tprt_dtype dtype, bool transA, bool transB,
                             bool interleaved) {
   // 3 products of one 5x3 A by 3x4 B_i, alpha 2 and beta 0.5, against 3
@@ -1251,6 +1379,13 @@ void Suite::run() {
       for (bool transA : {false, true})
         for (bool transB : {false, true})
           testBatchedGemm(dtype, transA, transB);
+    for (tprt_dtype dtype : {TPRT_BF16, TPRT_F16})
+      for (bool transA : {false, true})
+        for (bool transB : {false, true})
+          testMixedGemm(dtype, transA, transB, 0.0f, 1);
+    testMixedGemm(TPRT_BF16, false, true, 0.5f, 1);
+    testMixedGemm(TPRT_BF16, false, false, 0.0f, 3);
+    testMixedGemm(TPRT_F16, true, true, 0.25f, 2);
     testSharedAGemm(TPRT_F32, false, false, false);
     testSharedAGemm(TPRT_BF16, false, true, true);
     testSharedAGemm(TPRT_F16, true, false, false);
@@ -1276,6 +1411,7 @@ void Suite::run() {
   // Argument errors are caught before any product runs.
   testGemmErrors();
   testBatchedGemmErrors();
+  testMixedGemmErrors();
   testSharedAGemmErrors();
   testGemmEpilogueErrors();
   testTopology();

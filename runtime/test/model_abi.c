@@ -2,13 +2,16 @@
  * compiled by tp-opt calls them: MLIR memref descriptors, on a bound
  * context of the single backend.
  *
- *   tprt-model-abi-test            batched and 2-D products, checked
+ *   tprt-model-abi-test            batched and 2-D products (f32, and bf16
+ *                                  into f32), checked
  *   tprt-model-abi-test bad-rank   a 2-D operand to the batched product
  *   tprt-model-abi-test bad-batch  operands with different batch sizes
  *   tprt-model-abi-test bad-shape  K of A and B disagree
  *   tprt-model-abi-test bad-shared-a  B_1 of a shared-A product has a
  *                                     different shape than B_0
  *   tprt-model-abi-test bad-bias   a gemm_epilogue bias of the wrong length
+ *   tprt-model-abi-test bad-mixed  K of A and B of a bf16-into-f32 gemm
+ *                                  disagree
  *
  * The bad cases must end the process with status 1 and the message
  * "tprt: batched_gemm failed on rank 0: ..." (or gemm_shared_a3: failures
@@ -137,6 +140,68 @@ static void sharedA3(int transA, int transB) {
   expect(right, what);
 }
 
+/* bf16 bits of `value` (exact for values of at most 8 significant bits). */
+static uint16_t bf16(float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, sizeof(bits));
+  return (uint16_t)(bits >> 16);
+}
+
+static float fromBf16(uint16_t b) {
+  uint32_t bits = (uint32_t)b << 16;
+  float value;
+  memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+/* tprt_mlir_gemm_bf16_f32 and tprt_mlir_batched_gemm_bf16_f32: bf16
+ * operands whose products need more than bf16's 8 bits, an f32 C that must
+ * hold them unrounded (the exact sums are f32 values). */
+static void mixed(int transA, int transB, int batched) {
+  enum { B = 2, M = 3, K = 4, N = 5 };
+  uint16_t a[B * M * K], b[B * K * N];
+  float fa[B * M * K], fb[B * K * N], c[B * M * N];
+  int64_t i, j, l, p, batch = batched ? B : 1;
+  int right = 1;
+  char what[80];
+  for (i = 0; i < B * M * K; ++i) {
+    a[i] = bf16(1.0f + (float)((i * 7) % 5) / 64.0f);
+    fa[i] = fromBf16(a[i]);
+  }
+  for (i = 0; i < B * K * N; ++i) {
+    b[i] = bf16((float)((i * 3) % 7 - 3) * (1.0f + 1.0f / 128.0f));
+    fb[i] = fromBf16(b[i]);
+  }
+  for (i = 0; i < B * M * N; ++i)
+    c[i] = NAN;
+  if (batched) {
+    Memref3 ma = transA ? memref3(a, B, K, M) : memref3(a, B, M, K);
+    Memref3 mb = transB ? memref3(b, B, N, K) : memref3(b, B, K, N);
+    Memref3 mc = memref3(c, B, M, N);
+    tprt_mlir_batched_gemm_bf16_f32(transA, transB, 3, &ma, 3, &mb, 3, &mc);
+  } else {
+    Memref2 ma = transA ? memref2(a, K, M) : memref2(a, M, K);
+    Memref2 mb = transB ? memref2(b, N, K) : memref2(b, K, N);
+    Memref2 mc = memref2(c, M, N);
+    tprt_mlir_gemm_bf16_f32(transA, transB, 2, &ma, 2, &mb, 2, &mc);
+  }
+  for (p = 0; p < batch; ++p)
+    for (i = 0; i < M; ++i)
+      for (j = 0; j < N; ++j) {
+        double want = 0;
+        for (l = 0; l < K; ++l)
+          want += (double)at(fa, transA, transA ? K : M, transA ? M : K, p, i,
+                             l) *
+                  at(fb, transB, transB ? N : K, transB ? K : N, p, l, j);
+        if (fabs(c[(p * M + i) * N + j] - want) > 1e-6 * (1 + fabs(want)))
+          right = 0;
+      }
+  snprintf(what, sizeof(what), "%sgemm bf16 into f32%s%s",
+           batched ? "batched_" : "", transA ? " A^T" : "",
+           transB ? " B^T" : "");
+  expect(right, what);
+}
+
 /* A rank-1 memref descriptor. */
 typedef struct {
   void *allocated, *aligned;
@@ -245,6 +310,12 @@ int main(int argc, char **argv) {
     Memref1 bias = memref1(flat, 3), none = memref1(flat, 0);
     tprt_mlir_gemm_epilogue_f32(0, 0, 0, 2, &a2, 2, &b2, 1, &none, 1, &bias,
                                 2, &c2);
+  } else if (argc == 2 && strcmp(argv[1], "bad-mixed") == 0) {
+    /* bf16 A 2x2, B 1x4, f32 C 2x2: K of A and B disagree. */
+    uint16_t a16[4] = {0}, b16[4] = {0};
+    Memref2 a2 = memref2(a16, 2, 2), b2 = memref2(b16, 1, 4),
+            c2 = memref2(c, 2, 2);
+    tprt_mlir_gemm_bf16_f32(0, 0, 2, &a2, 2, &b2, 2, &c2);
   } else if (argc == 1) {
     batched(0, 0);
     batched(1, 0);
@@ -258,12 +329,16 @@ int main(int argc, char **argv) {
     epilogue(1, 1, 1, 0);
     epilogue(0, 1, 0, 1);
     epilogue(1, 0, 0, 0);
+    mixed(0, 0, 0);
+    mixed(1, 1, 0);
+    mixed(0, 1, 1);
+    mixed(1, 0, 1);
     tprt_finalize(ctx);
     printf("model-abi: %d failed\n", failures);
     return failures ? 1 : 0;
   } else {
     fprintf(stderr, "usage: tprt-model-abi-test "
-                    "[bad-rank|bad-batch|bad-shape|bad-shared-a|bad-bias]\n");
+                    "[bad-rank|bad-batch|bad-shape|bad-shared-a|bad-bias|bad-mixed]\n");
     return 2;
   }
   printf("the bad call returned\n");

@@ -179,11 +179,16 @@ func.func @integer(%a: tensor<4x8xi32>, %b: tensor<8x16xi32>, %c: tensor<4x16xi3
   return %r : tensor<4x16xi32>
 }
 
-// Mixed precision (bf16 inputs, f32 accumulator) stays linalg.
+// Mixed precision (bf16 inputs, an f32 accumulator that is not a zero
+// fill): the mixed-precision call with an f32 C, the init added in f32
+// (more cases in lower-gpu-gemm-mixed.mlir).
 // CHECK-LABEL: func.func @mixed
-// CHECK: linalg.matmul
+// CHECK-SAME: %[[ACC:[^:]*]]: tensor<4x16xf32>
+// CHECK: call @tprt_mlir_gemm_bf16_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i32, i32, memref<*xbf16>, memref<*xbf16>, memref<*xf32>) -> ()
+// CHECK: linalg.generic {{.*}} outs(%[[ACC]] : tensor<4x16xf32>)
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK-NOT: linalg.matmul
 func.func @mixed(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %c: tensor<4x16xf32>) -> tensor<4x16xf32> {
-  // expected-remark @below {{contraction of 'bf16' into 'f32' stays a kernel: the runtime's GEMM takes one element type}}
   %r = linalg.matmul ins(%a, %b : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%c : tensor<4x16xf32>) -> tensor<4x16xf32>
   return %r : tensor<4x16xf32>
 }

@@ -200,8 +200,30 @@ def GemmToRuntimePass : Pass<"tp-gemm-to-runtime", "::mlir::ModuleOp"> {
     %s = tensor.expand_shape ...
     ```
 
-    Contractions it cannot map (integer or mixed element types, dynamic
-    shapes) get a remark and stay linalg (a slower kernel, still correct).
+    The body is judged by value: the yield must be `acc + a * b` (addf of
+    the accumulator and a mulf of the two inputs, either operand order),
+    each input read as it is or widened exactly by one `arith.extf` to the
+    accumulator's type. f16 or bf16 operands into an f32 accumulator (how
+    torch-mlir spells every 16-bit matmul) call
+    `tprt_mlir_[batched_]gemm_<t>_f32`: 16-bit A and B, an f32 C, summed
+    in f32 (cuBLAS `CUBLAS_COMPUTE_32F`). When that product starts from a
+    zero fill and its only use is an elementwise `arith.truncf` back to the
+    operands' type, the rounding folds into the call, which becomes the
+    16-bit `tprt_mlir_[batched_]gemm_<t>` (f32 sums, rounded once):
+
+    ```mlir
+    // before (torch-mlir, --dtype bf16)
+    %p = linalg.matmul ins(%x, %w : tensor<128x4096xbf16>, tensor<4096x4096xbf16>)
+           outs(%zero : tensor<128x4096xf32>) -> tensor<128x4096xf32>
+    %y = linalg.generic ... ins(%p) outs(...) { arith.truncf %in : f32 to bf16 }
+    // after
+    call @tprt_mlir_gemm_bf16(%c0, %c0, %ux, %uw, %uy)
+        : (i32, i32, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>) -> ()
+    ```
+
+    Contractions it cannot map (integers, other mixes of element types such
+    as bf16 x f16, another body, dynamic shapes) get a remark and stay
+    linalg (a slower kernel, still correct).
     Preconditions: static shapes; runs before bufferization.
   }];
   let dependentDialects = [

@@ -22,7 +22,10 @@ namespace mlir::tp::runtime {
 inline constexpr llvm::StringLiteral kSymbolPrefix = "tprt_mlir_";
 
 /// The GEMM entry points, `tprt_mlir_gemm_<suffix>` and
-/// `tprt_mlir_batched_gemm_<suffix>` (i32 trans_a, i32 trans_b, A, B, C).
+/// `tprt_mlir_batched_gemm_<suffix>` (i32 trans_a, i32 trans_b, A, B, C);
+/// the suffix is the element type of A, B and C, or `<ab>_<c>` when C's
+/// differs (`bf16_f32`, `f16_f32`: 16-bit operands into an f32 C, the
+/// mixed-precision GEMM).
 inline constexpr llvm::StringLiteral kGemm = "gemm";
 inline constexpr llvm::StringLiteral kBatchedGemm = "batched_gemm";
 

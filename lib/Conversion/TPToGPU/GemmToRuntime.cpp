@@ -27,8 +27,30 @@
 // Before step 1, an operand that is a linalg.transpose is replaced by the
 // transpose's input read through the composed map (torch-mlir's weight
 // transposes become trans flags, foldOperandTransposes).
-// Contractions on integer or mixed element types, or with dynamic shapes,
-// stay linalg with a remark: they become (slower) kernels or loops.
+//
+// What the body computes is judged by value (checkMultiplyAccumulate), not
+// by linalg::isaContractionOpInterface alone, which looks through any unary
+// side-effect-free op (a negf or an exp of an operand would be dropped):
+// the yield must be `acc + x * y` (arith.addf of the accumulator and an
+// arith.mulf, either operand order), x and y the two input block arguments
+// read as they are or through one arith.extf to the accumulator's type, and
+// every other op of the body dead and pure; a 16-bit accumulator may also
+// be widened by arith.extf and the sum rounded back by arith.truncf (the
+// 16-bit GEMM, which rounds once). Element types, A and B equal:
+//  - C of the same type: `tprt_mlir_[batched_]gemm_<t>`;
+//  - f16 or bf16 operands into f32 (torch-mlir's 16-bit matmuls: the body
+//    widens both operands, multiplies and adds in f32):
+//    `tprt_mlir_[batched_]gemm_<t>_f32`, products summed in f32 and C
+//    written in f32 (cuBLAS: 16-bit A and B, f32 C, CUBLAS_COMPUTE_32F).
+//    When C starts from a zero fill and its only use is an elementwise
+//    linalg.generic that rounds it back to the operands' type (arith.truncf,
+//    to nearest even) the rounding folds into the GEMM: the call is the
+//    16-bit `tprt_mlir_[batched_]gemm_<t>`, which sums in f32 and rounds
+//    once, exactly that (getNarrowingConsumer), and the f32 product is
+//    never written.
+// Contractions on integers, on other mixes of element types (bf16 x f16,
+// f32 into f64), with another body, or with dynamic shapes, stay linalg with
+// a remark: they become (slower) kernels or loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -116,6 +138,119 @@ OperandPlan planOperand(ArrayRef<unsigned> own, ArrayRef<unsigned> batch,
     plan.trans = useKFirst == kFirstIsTrans;
   }
   return plan;
+}
+
+/// Why the body of contraction `op` is not `acc + x * y` over its two
+/// inputs, each read as it is or widened by one arith.extf to the type of
+/// the sum, or the empty string when it is. Judged on values: addf and mulf
+/// in either operand order, and every other op of the body dead and pure.
+/// The accumulator is read as it is, or widened by arith.extf and the sum
+/// rounded back by arith.truncf (to nearest even).
+std::string checkMultiplyAccumulate(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  if (!body || body->getNumArguments() != 3)
+    return "its body does not read two inputs and an accumulator";
+  auto describe = [](Value v) -> std::string {
+    if (Operation *def = v.getDefiningOp())
+      return "'" + def->getName().getStringRef().str() + "'";
+    return "a block argument";
+  };
+  BlockArgument x = body->getArgument(0), y = body->getArgument(1),
+                acc = body->getArgument(2);
+  Operation *terminator = body->getTerminator();
+  if (terminator->getNumOperands() != 1)
+    return "its body yields more than one value";
+  SmallVector<Operation *> chain = {terminator};
+  Value sum = terminator->getOperand(0);
+  // A 16-bit accumulator may be widened, added to and rounded back: the
+  // 16-bit GEMM's meaning (f32 sums, rounded; it rounds once).
+  Value accumulated = acc;
+  if (auto trunc = sum.getDefiningOp<arith::TruncFOp>()) {
+    std::optional<arith::RoundingMode> mode = trunc.getRoundingmode();
+    auto widen = [&](Value v) {
+      auto ext = v.getDefiningOp<arith::ExtFOp>();
+      return ext && ext.getIn() == acc ? ext : arith::ExtFOp();
+    };
+    auto add = trunc.getIn().getDefiningOp<arith::AddFOp>();
+    arith::ExtFOp ext = add ? widen(add.getLhs()) : arith::ExtFOp();
+    if (add && !ext)
+      ext = widen(add.getRhs());
+    Type narrow = acc.getType();
+    if ((mode && *mode != arith::RoundingMode::to_nearest_even) || !ext ||
+        !(narrow.isBF16() || narrow.isF16()) || !ext.getType().isF32())
+      return "it yields " + describe(sum) + ", not an arith.addf";
+    chain.append({trunc, ext});
+    accumulated = ext;
+    sum = trunc.getIn();
+  }
+  auto add = sum.getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return "it yields " + describe(sum) + ", not an arith.addf";
+  Value product = add.getLhs() == accumulated   ? add.getRhs()
+                  : add.getRhs() == accumulated ? add.getLhs()
+                                                : Value();
+  if (!product)
+    return "its arith.addf does not add to the accumulator as it is";
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return "it adds " + describe(product) +
+           " to the accumulator, not an arith.mulf";
+  chain.append({add, mul});
+  auto operandOf = [&](Value v) -> Value {
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>()) {
+      chain.push_back(ext);
+      return ext.getIn();
+    }
+    return v;
+  };
+  Value l = operandOf(mul.getLhs()), r = operandOf(mul.getRhs());
+  for (Value v : {l, r})
+    if (v != x && v != y)
+      return "its product reads " + describe(v) +
+             ", not an input as it is or widened by arith.extf";
+  if (l == r)
+    return "its product reads the same input twice";
+  for (Operation &inner : *body)
+    if (!llvm::is_contained(chain, &inner) && !isPure(&inner))
+      return "it also computes '" + inner.getName().getStringRef().str() +
+             "'";
+  return "";
+}
+
+/// The elementwise linalg.generic that is the only use of `op`'s result
+/// and rounds it to `narrow` (arith.truncf to nearest even), or null. Its
+/// maps are identities and its init is not read.
+linalg::GenericOp getNarrowingConsumer(linalg::LinalgOp op, Type narrow) {
+  Value result = op->getResult(0);
+  if (!result.hasOneUse())
+    return {};
+  auto generic = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      generic->getNumResults() != 1 ||
+      generic.getDpsInputOperand(0)->get() != result ||
+      generic.getNumLoops() != generic.getNumParallelLoops() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return {};
+  auto resultType = cast<RankedTensorType>(generic->getResult(0).getType());
+  if (resultType.getShape() !=
+          cast<RankedTensorType>(result.getType()).getShape() ||
+      resultType.getElementType() != narrow)
+    return {};
+  Block *body = generic.getBlock();
+  if (!body->getArgument(1).use_empty() ||
+      body->getOperations().size() != 2)
+    return {};
+  auto trunc = dyn_cast<arith::TruncFOp>(body->front());
+  if (!trunc || trunc.getIn() != body->getArgument(0) ||
+      body->getTerminator()->getOperand(0) != trunc.getResult() ||
+      trunc.getType() != narrow)
+    return {};
+  if (std::optional<arith::RoundingMode> mode = trunc.getRoundingmode())
+    if (*mode != arith::RoundingMode::to_nearest_even)
+      return {};
+  return generic;
 }
 
 class GemmLowering {
@@ -273,8 +408,7 @@ void GemmLowering::lower(linalg::LinalgOp op) {
   Value init = op.getDpsInitOperand(0)->get();
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   Type element = resultType.getElementType();
-  std::optional<std::string> suffix = runtime::getElementSuffix(element);
-  if (!suffix || !isa<FloatType>(element)) {
+  if (!runtime::getElementSuffix(element) || !isa<FloatType>(element)) {
     op->emitRemark() << "contraction on " << element
                      << " stays a kernel: the runtime's GEMM takes f32, f16, "
                         "bf16 or f64";
@@ -287,19 +421,48 @@ void GemmLowering::lower(linalg::LinalgOp op) {
           << "contraction with dynamic shapes stays a kernel";
       return;
     }
-    if (t.getElementType() != element) {
-      op->emitRemark() << "contraction of " << t.getElementType()
-                       << " into " << element
-                       << " stays a kernel: the runtime's GEMM takes one "
-                          "element type";
-      return;
-    }
+  }
+  // The operands' element type, and the result's: equal, or f16/bf16 into
+  // f32 (the widening GEMM).
+  Type operand = cast<RankedTensorType>(a.getType()).getElementType();
+  Type operandB = cast<RankedTensorType>(b.getType()).getElementType();
+  if (operand != operandB) {
+    op->emitRemark() << "contraction of " << operand << " and " << operandB
+                     << " into " << element
+                     << " stays a kernel: the runtime's GEMM takes operands "
+                        "of one element type";
+    return;
+  }
+  bool widening = operand != element;
+  if (widening && !((operand.isBF16() || operand.isF16()) && element.isF32())) {
+    op->emitRemark() << "contraction of " << operand << " into " << element
+                     << " stays a kernel: the runtime's GEMM takes one "
+                        "element type, or f16 or bf16 operands into f32";
+    return;
+  }
+  std::string why = checkMultiplyAccumulate(op);
+  if (!why.empty()) {
+    op->emitRemark() << "contraction stays a kernel: its body is not the "
+                        "multiply-accumulate of the runtime's GEMM ("
+                     << why << ")";
+    return;
   }
   if (dims->m.empty() && dims->n.empty()) {
     op->emitRemark() << "contraction with no M and no N dimension (a dot "
                         "product) stays a kernel";
     return;
   }
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  bool zeroInit = fill && matchPattern(fill.value(), m_AnyZeroFloat());
+  // A widening product rounded back to its operands' type by its only use:
+  // the 16-bit GEMM computes exactly that (f32 sums, one rounding).
+  linalg::GenericOp narrowing =
+      widening && zeroInit ? getNarrowingConsumer(op, operand)
+                           : linalg::GenericOp();
+  Type product = narrowing ? operand : element;
+  std::string suffix = *runtime::getElementSuffix(operand);
+  if (product != operand)
+    suffix += "_" + *runtime::getElementSuffix(product);
 
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   SmallVector<unsigned> ownA = readDims(maps[0]), ownB = readDims(maps[1]),
@@ -352,13 +515,14 @@ void GemmLowering::lower(linalg::LinalgOp op) {
   bool batched = !batch.empty();
   unsigned nb = batch.size(), nk = dims->k.size();
 
-  auto unranked = UnrankedMemRefType::get(element, nullptr);
+  auto unranked = [](Type t) { return UnrankedMemRefType::get(t, nullptr); };
   auto toArg = [&](Value tensor) {
     auto type = cast<RankedTensorType>(tensor.getType());
     Value buffer = bufferization::ToBufferOp::create(
-        builder, loc, MemRefType::get(type.getShape(), element), tensor,
+        builder, loc, MemRefType::get(type.getShape(), operand), tensor,
         /*readOnly=*/true);
-    return memref::CastOp::create(builder, loc, unranked, buffer).getResult();
+    return memref::CastOp::create(builder, loc, unranked(operand), buffer)
+        .getResult();
   };
   auto prepare = [&](Value v, ArrayRef<unsigned> own, const OperandPlan &plan,
                      ArrayRef<unsigned> other, bool kFirst) {
@@ -396,19 +560,20 @@ void GemmLowering::lower(linalg::LinalgOp op) {
   if (batched)
     outShape.push_back(batchSize);
   outShape.append({rowSize, colSize});
-  auto outMemref = MemRefType::get(outShape, element);
+  auto outMemref = MemRefType::get(outShape, product);
   Value out = memref::AllocOp::create(builder, loc, outMemref);
-  args.push_back(memref::CastOp::create(builder, loc, unranked, out));
+  args.push_back(memref::CastOp::create(builder, loc, unranked(product), out));
   SmallVector<Type> argTypes(2, builder.getI32Type());
-  argTypes.append(3, unranked);
+  argTypes.append(2, unranked(operand));
+  argTypes.push_back(unranked(product));
   func::CallOp::create(
       builder, loc,
       getCallee(runtime::getCollectiveSymbol(
-                    batched ? runtime::kBatchedGemm : runtime::kGemm, *suffix),
+                    batched ? runtime::kBatchedGemm : runtime::kGemm, suffix),
                 argTypes),
       args);
-  Value product = bufferization::ToTensorOp::create(
-      builder, loc, RankedTensorType::get(outShape, element), out,
+  Value computedProduct = bufferization::ToTensorOp::create(
+      builder, loc, RankedTensorType::get(outShape, product), out,
       /*restrict=*/true, /*writable=*/true);
 
   // Back to C's shape: [batch..., rows..., cols...] dims, then C's order.
@@ -420,13 +585,11 @@ void GemmLowering::lower(linalg::LinalgOp op) {
   if (batched)
     groups.push_back(nb);
   groups.append({unsigned(rows.size()), unsigned(cols.size())});
-  Value result = reshape(builder, loc, product, computedShape, groups);
+  Value result = reshape(builder, loc, computedProduct, computedShape, groups);
   if (transposeResult)
     result = transpose(builder, loc, result, computed, ownC);
 
   // Step 4: a non-zero init is added.
-  auto fill = init.getDefiningOp<linalg::FillOp>();
-  bool zeroInit = fill && matchPattern(fill.value(), m_AnyZeroFloat());
   if (!zeroInit) {
     AffineMap id = builder.getMultiDimIdentityMap(resultType.getRank());
     SmallVector<utils::IteratorType> iterators(resultType.getRank(),
@@ -440,7 +603,12 @@ void GemmLowering::lower(linalg::LinalgOp op) {
                  })
                  .getResult(0);
   }
-  op->getResult(0).replaceAllUsesWith(result);
+  if (narrowing) {
+    narrowing->getResult(0).replaceAllUsesWith(result);
+    narrowing->erase();
+  } else {
+    op->getResult(0).replaceAllUsesWith(result);
+  }
   op->erase();
 }
 
@@ -448,8 +616,13 @@ namespace {
 struct GemmToRuntimePass
     : public tp::impl::GemmToRuntimePassBase<GemmToRuntimePass> {
   void runOnOperation() override {
+    // Contractions only: lowering one erases what it folds (its operands'
+    // transposes, the truncf that uses it), never another contraction.
     SmallVector<linalg::LinalgOp> ops;
-    getOperation().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (linalg::isaContractionOpInterface(op))
+        ops.push_back(op);
+    });
     GemmLowering lowering(getOperation());
     for (linalg::LinalgOp op : ops)
       lowering.lower(op);

@@ -259,6 +259,25 @@ TPRT_API tprt_status tprt_gemm_strided_batched(
     int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b, float beta,
     void *c, int64_t ldc, int64_t stride_c, int64_t batch, void *stream);
 
+/* Mixed precision: `batch` products as tprt_gemm_strided_batched with A and
+ * B in `ab_dtype` and C in `c_dtype`: f16 or bf16 operands into an f32 C,
+ * the products summed in f32 and C written in f32 (alpha and beta in f32;
+ * C is not read when beta is 0), which is what a 16-bit matmul into an f32
+ * accumulator means (torch-mlir's bf16 and f16 exports). Equal types are
+ * tprt_gemm_strided_batched; other pairs are TPRT_ERROR_INVALID_ARGUMENT.
+ * Strides are in elements of each matrix's own type; batch 1 with zero
+ * strides is one product. cuBLAS's cublasGemm[StridedBatched]Ex with
+ * CUDA_R_16F/CUDA_R_16BF inputs, a CUDA_R_32F output and CUBLAS_COMPUTE_32F
+ * on GPU backends; on the CPU ones panels of A and B widened to f32 (in a
+ * per-thread scratch that only grows) and cblas_sgemm. Counted as `batch`
+ * GEMMs in tprt_stats. */
+TPRT_API tprt_status tprt_gemm_mixed(
+    tprt_context *ctx, tprt_dtype ab_dtype, tprt_dtype c_dtype, int trans_a,
+    int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+    int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
+    int64_t stride_b, float beta, void *c, int64_t ldc, int64_t stride_c,
+    int64_t batch, void *stream);
+
 /* `count` products sharing A: C_i = alpha * op(A) * op(B_i) + beta * C_i
  * for i < count, each as tprt_gemm with the same m, n, k, lda, ldb and
  * ldc. `b` and `c` are host arrays of `count` pointers to buffers in the

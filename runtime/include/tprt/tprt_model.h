@@ -101,6 +101,24 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
       void *addend_desc, int64_t bias_rank, void *bias_desc, int64_t c_rank,   \
       void *c_desc);
 
+/* The mixed-precision GEMMs: tprt_mlir_[batched_]gemm_<ab>_<c> computes
+ * the same product as tprt_mlir_[batched_]gemm_<ab> (same arguments, same
+ * shapes) with A and B in <ab> and C in <c>, through tprt_gemm_mixed: the
+ * products summed in f32 and C written in f32, unrounded. A 16-bit matmul
+ * into an f32 accumulator (torch-mlir's bf16 exports) calls these. */
+#define TPRT_MODEL_MIXED_GEMMS(AB, C)                                          \
+  TPRT_API void tprt_mlir_gemm_##AB##_##C(                                    \
+      int32_t trans_a, int32_t trans_b, int64_t a_rank, void *a_desc,          \
+      int64_t b_rank, void *b_desc, int64_t c_rank, void *c_desc);             \
+  TPRT_API void tprt_mlir_batched_gemm_##AB##_##C(                            \
+      int32_t trans_a, int32_t trans_b, int64_t a_rank, void *a_desc,          \
+      int64_t b_rank, void *b_desc, int64_t c_rank, void *c_desc);
+
+TPRT_MODEL_MIXED_GEMMS(bf16, f32)
+TPRT_MODEL_MIXED_GEMMS(f16, f32)
+
+#undef TPRT_MODEL_MIXED_GEMMS
+
 TPRT_MODEL_COLLECTIVES(f32)
 TPRT_MODEL_COLLECTIVES(f16)
 TPRT_MODEL_COLLECTIVES(bf16)

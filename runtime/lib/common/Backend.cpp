@@ -48,6 +48,24 @@ tprt_status Backend::batchedGemm(tprt_dtype dtype, bool transA, bool transB,
   return TPRT_OK;
 }
 
+tprt_status Backend::gemmMixed(tprt_dtype abType, tprt_dtype cType,
+                               bool transA, bool transB, int64_t m, int64_t n,
+                               int64_t k, float alpha, const void *a,
+                               int64_t lda, int64_t strideA, const void *b,
+                               int64_t ldb, int64_t strideB, float beta,
+                               void *c, int64_t ldc, int64_t strideC,
+                               int64_t batch) {
+  size_t abBytes = dtypeSize(abType), cBytes = dtypeSize(cType);
+  for (int64_t i = 0; i < batch; ++i)
+    if (tprt_status status = hostGemmWidened(
+            abType, cType, transA, transB, m, n, k, alpha,
+            static_cast<const char *>(a) + size_t(i * strideA) * abBytes, lda,
+            static_cast<const char *>(b) + size_t(i * strideB) * abBytes, ldb,
+            beta, static_cast<char *>(c) + size_t(i * strideC) * cBytes, ldc))
+      return status;
+  return TPRT_OK;
+}
+
 tprt_status Backend::sharedAGemm(tprt_dtype dtype, bool transA, bool transB,
                                  int64_t m, int64_t n, int64_t k, float alpha,
                                  const void *a, int64_t lda,

@@ -87,6 +87,19 @@ public:
                                   float beta, void *c, int64_t ldc,
                                   int64_t strideC, int64_t batch);
 
+  /// `batch` row-major GEMMs with A and B in `abType` and C in `cType`, the
+  /// products summed in f32 (see tprt_gemm_mixed), arguments already
+  /// checked, abType != cType, m and n > 0. The default widens panels of
+  /// A and B on the host (hostGemmWidened); GPU backends run one cuBLAS
+  /// call with 16-bit inputs and an f32 output.
+  virtual tprt_status gemmMixed(tprt_dtype abType, tprt_dtype cType,
+                                bool transA, bool transB, int64_t m,
+                                int64_t n, int64_t k, float alpha,
+                                const void *a, int64_t lda, int64_t strideA,
+                                const void *b, int64_t ldb, int64_t strideB,
+                                float beta, void *c, int64_t ldc,
+                                int64_t strideC, int64_t batch);
+
   /// `count` row-major GEMMs sharing A: c[i] = alpha op(A) op(b[i]) +
   /// beta c[i] (see tprt_gemm_shared_a), arguments already checked, count
   /// >= 1, m and n > 0. `b` and `c` are host arrays of pointers into the

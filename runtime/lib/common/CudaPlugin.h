@@ -21,7 +21,7 @@
 namespace tprt {
 
 /// Bumped whenever this struct, Backend or Bootstrap change.
-constexpr int CudaPluginVersion = 1;
+constexpr int CudaPluginVersion = 2;
 
 struct CudaPluginHost {
   int version;

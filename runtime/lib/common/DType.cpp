@@ -142,9 +142,14 @@ void tprt::toFloat(tprt_dtype dtype, const void *src, float *dst,
     return;
   }
   case TPRT_BF16: {
+    // The shift of bfloat16ToFloat, written out so that the loop
+    // vectorizes: the host GEMM widens every weight of a bf16 model with it
+    // each step (HostGemm.cpp).
     const uint16_t *in = static_cast<const uint16_t *>(src);
-    for (size_t i = 0; i < count; ++i)
-      dst[i] = bfloat16ToFloat(in[i]);
+    for (size_t i = 0; i < count; ++i) {
+      uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
+      std::memcpy(dst + i, &bits, sizeof(bits));
+    }
     return;
   }
   default:

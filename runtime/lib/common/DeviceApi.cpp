@@ -2,8 +2,8 @@
 //
 // The calls a runner needs to drive a GPU backend the same way as a CPU one:
 // tprt_memory_is_device, tprt_memcpy and tprt_synchronize; the topology
-// queries; tprt_gemm_strided_batched, tprt_gemm_shared_a and
-// tprt_gemm_epilogue.
+// queries; tprt_gemm_strided_batched, tprt_gemm_mixed, tprt_gemm_shared_a
+// and tprt_gemm_epilogue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +115,71 @@ tprt_status checkGemm(tprt_context *ctx, tprt_dtype dtype, int trans_a,
   return TPRT_OK;
 }
 
+/// tprt_gemm_strided_batched (abType == cType) and tprt_gemm_mixed: the
+/// checks, then the backend's batched or mixed-precision GEMM and the
+/// counters.
+tprt_status stridedGemm(tprt_context *ctx, tprt_dtype abType,
+                        tprt_dtype cType, int trans_a, int trans_b, int64_t m,
+                        int64_t n, int64_t k, float alpha, const void *a,
+                        int64_t lda, int64_t stride_a, const void *b,
+                        int64_t ldb, int64_t stride_b, float beta, void *c,
+                        int64_t ldc, int64_t stride_c, int64_t batch) {
+  if (tprt_status status =
+          checkGemm(ctx, abType, trans_a, trans_b, m, n, k, lda, ldb, ldc))
+    return status;
+  if (cType != abType) {
+    if (!isValidDType(cType))
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "c_dtype %d is not a tprt_dtype", static_cast<int>(cType));
+    if ((abType != TPRT_F16 && abType != TPRT_BF16) || cType != TPRT_F32)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "%s operands into %s are not supported (f16 or bf16 "
+                  "operands into f32 are, and any one float type)",
+                  dtypeName(abType), dtypeName(cType));
+  }
+  if (batch < 0)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "batch is %lld, expected >= 0",
+                static_cast<long long>(batch));
+  const std::pair<const char *, int64_t> strides[] = {
+      {"stride_a", stride_a}, {"stride_b", stride_b}, {"stride_c", stride_c}};
+  for (auto [name, value] : strides)
+    if (value < 0)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is %lld, expected >= 0",
+                  name, static_cast<long long>(value));
+  // The C matrices of the batch must not overlap.
+  if (batch > 1 && m > 0 && n > 0 && stride_c < (m - 1) * ldc + n)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                "stride_c is %lld, smaller than one %lldx%lld C matrix "
+                "with ldc %lld: the outputs of the batch overlap",
+                static_cast<long long>(stride_c), static_cast<long long>(m),
+                static_cast<long long>(n), static_cast<long long>(ldc));
+  if (batch > 0)
+    if (tprt_status status = checkGemmOperands(a, b, c, m, n, k))
+      return status;
+  if (batch == 0 || m == 0 || n == 0)
+    return TPRT_OK;
+
+  Backend::TimerMark mark;
+  ctx->backend->timerBegin(mark);
+  tprt_status status =
+      cType == abType
+          ? ctx->backend->batchedGemm(abType, trans_a != 0, trans_b != 0, m, n,
+                                      k, alpha, a, lda, stride_a, b, ldb,
+                                      stride_b, beta, c, ldc, stride_c, batch)
+          : ctx->backend->gemmMixed(abType, cType, trans_a != 0, trans_b != 0,
+                                    m, n, k, alpha, a, lda, stride_a, b, ldb,
+                                    stride_b, beta, c, ldc, stride_c, batch);
+  if (status) {
+    ctx->backend->timerCancel(mark);
+    return status;
+  }
+  ctx->backend->timerEnd(mark, &ctx->stats.gemm_seconds);
+  ctx->stats.gemm_calls += uint64_t(batch);
+  ctx->stats.gemm_flops +=
+      2.0 * double(m) * double(n) * double(k) * double(batch);
+  return TPRT_OK;
+}
+
 } // namespace
 
 TPRT_EXPORT tprt_status tprt_gemm_strided_batched(
@@ -125,45 +190,24 @@ TPRT_EXPORT tprt_status tprt_gemm_strided_batched(
   ApiScope scope("tprt_gemm_strided_batched");
   (void)stream;
   return guard([&]() -> tprt_status {
-    if (tprt_status status =
-            checkGemm(ctx, dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-      return status;
-    if (batch < 0)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT, "batch is %lld, expected >= 0",
-                  static_cast<long long>(batch));
-    const std::pair<const char *, int64_t> strides[] = {
-        {"stride_a", stride_a}, {"stride_b", stride_b}, {"stride_c", stride_c}};
-    for (auto [name, value] : strides)
-      if (value < 0)
-        return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s is %lld, expected >= 0",
-                    name, static_cast<long long>(value));
-    // The C matrices of the batch must not overlap.
-    if (batch > 1 && m > 0 && n > 0 && stride_c < (m - 1) * ldc + n)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT,
-                  "stride_c is %lld, smaller than one %lldx%lld C matrix "
-                  "with ldc %lld: the outputs of the batch overlap",
-                  static_cast<long long>(stride_c), static_cast<long long>(m),
-                  static_cast<long long>(n), static_cast<long long>(ldc));
-    if (batch > 0)
-      if (tprt_status status = checkGemmOperands(a, b, c, m, n, k))
-        return status;
-    if (batch == 0 || m == 0 || n == 0)
-      return TPRT_OK;
+    return stridedGemm(ctx, dtype, dtype, trans_a, trans_b, m, n, k, alpha, a,
+                       lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                       batch);
+  });
+}
 
-    Backend::TimerMark mark;
-    ctx->backend->timerBegin(mark);
-    tprt_status status = ctx->backend->batchedGemm(
-        dtype, trans_a != 0, trans_b != 0, m, n, k, alpha, a, lda, stride_a, b,
-        ldb, stride_b, beta, c, ldc, stride_c, batch);
-    if (status) {
-      ctx->backend->timerCancel(mark);
-      return status;
-    }
-    ctx->backend->timerEnd(mark, &ctx->stats.gemm_seconds);
-    ctx->stats.gemm_calls += uint64_t(batch);
-    ctx->stats.gemm_flops +=
-        2.0 * double(m) * double(n) * double(k) * double(batch);
-    return TPRT_OK;
+TPRT_EXPORT tprt_status tprt_gemm_mixed(
+    tprt_context *ctx, tprt_dtype ab_dtype, tprt_dtype c_dtype, int trans_a,
+    int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+    int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
+    int64_t stride_b, float beta, void *c, int64_t ldc, int64_t stride_c,
+    int64_t batch, void *stream) {
+  ApiScope scope("tprt_gemm_mixed");
+  (void)stream;
+  return guard([&]() -> tprt_status {
+    return stridedGemm(ctx, ab_dtype, c_dtype, trans_a, trans_b, m, n, k,
+                       alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                       stride_c, batch);
   });
 }
 

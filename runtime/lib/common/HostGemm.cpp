@@ -1,11 +1,27 @@
 //===- HostGemm.cpp - Matrix products on the host -------------------------===//
 //
 // f32 and f64 go straight to cblas_sgemm / cblas_dgemm (row-major) of the
-// BLAS that HostBlas.h loads. f16 and bf16 operands are widened into dense
-// f32 copies, multiplied by cblas_sgemm (so products accumulate in f32), and
-// C is rounded back to nearest-even. Without a BLAS a plain triple loop
-// stands in. hostGemmEpilogue multiplies into a dense f32 (f64) scratch
-// matrix and adds the addend and bias, activates and rounds in one pass.
+// BLAS that HostBlas.h loads. f16 and bf16 operands (Debian's OpenBLAS
+// 0.3.21 has no sbgemm) are widened to f32 and multiplied by cblas_sgemm,
+// so products accumulate in f32; C is f32 (hostGemmWidened into f32, the
+// mixed-precision GEMM) or rounded back to the operands' type once.
+//
+// Widening by panels (hostGemmWidened): op(A) is cut into blocks of rows
+// and op(B) into blocks of columns, each widened into a dense f32 scratch
+// matrix and multiplied into its block of C by one sgemm. An operand of at
+// most kWholeElements is one block, widened once per call (the activation
+// of a projection; a 525M-element LM head is not); the other is cut into
+// panels of about kPanelElements (4 MiB of f32, so that a panel is still in
+// cache when sgemm packs it). The scratch belongs to the calling thread and
+// only grows: once a step has run, later steps allocate nothing (the
+// compiled step's own temporaries live in its arena, docs/passes/
+// lower-cpu.md; this is the runtime's share). A 16-bit C goes through an
+// f32 block of scratch too (read first when beta is not 0), rounded to
+// nearest-even once.
+//
+// Without a BLAS a plain triple loop stands in. hostGemmEpilogue multiplies
+// into a dense f32 (f64) scratch matrix and adds the addend and bias,
+// activates and rounds in one pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +31,7 @@
 #include "Error.h"
 #include "HostBlas.h"
 
+#include <algorithm>
 #include <climits>
 #include <vector>
 
@@ -76,7 +93,118 @@ std::vector<float> widen(tprt_dtype dtype, const void *src, int64_t rows,
   return dense;
 }
 
+/// An operand of at most this many elements is widened whole.
+constexpr int64_t kWholeElements = int64_t(8) << 20;
+/// The size of a panel of the other operand, in elements.
+constexpr int64_t kPanelElements = int64_t(1) << 20;
+
+/// The calling thread's widened blocks of A, B and C; grown, never shrunk.
+struct WideningScratch {
+  std::vector<float> a, b, c;
+};
+
+WideningScratch &wideningScratch() {
+  thread_local WideningScratch scratch;
+  return scratch;
+}
+
+float *reserve(std::vector<float> &v, int64_t elements) {
+  if (v.size() < size_t(elements))
+    v.resize(size_t(elements));
+  return v.data();
+}
+
+/// Widens the block [row0, row0 + rows) x [col0, col0 + cols) of a 16-bit
+/// matrix with row stride `ld` into `dst`, dense (row stride cols).
+void widenBlock(tprt_dtype dtype, const void *src, int64_t ld, int64_t row0,
+                int64_t rows, int64_t col0, int64_t cols, float *dst) {
+  const char *in = static_cast<const char *>(src);
+  for (int64_t r = 0; r < rows; ++r)
+    toFloat(dtype, in + size_t((row0 + r) * ld + col0) * 2, dst + r * cols,
+            size_t(cols));
+}
+
 } // namespace
+
+tprt_status tprt::hostGemmWidened(tprt_dtype abType, tprt_dtype cType,
+                                  bool transA, bool transB, int64_t m,
+                                  int64_t n, int64_t k, float alpha,
+                                  const void *a, int64_t lda, const void *b,
+                                  int64_t ldb, float beta, void *c,
+                                  int64_t ldc) {
+  if (abType != TPRT_F16 && abType != TPRT_BF16)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                "operands of dtype %s are not widened (f16 and bf16 are)",
+                dtypeName(abType));
+  if (cType != TPRT_F32 && cType != abType)
+    return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                "%s operands into %s are not supported (f32 or %s is)",
+                dtypeName(abType), dtypeName(cType), dtypeName(abType));
+  for (int64_t value : {m, n, k, lda, ldb, ldc})
+    if (value > INT_MAX)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "size %lld exceeds the 32-bit range of CBLAS",
+                  static_cast<long long>(value));
+  if (m == 0 || n == 0)
+    return TPRT_OK;
+  if (!hostBlas().error.empty())
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s", hostBlas().error.c_str());
+
+  // Blocks of op(A)'s rows (mb) and op(B)'s columns (nb).
+  int64_t depth = std::max<int64_t>(k, 1);
+  int64_t panel = std::max<int64_t>(64, kPanelElements / depth);
+  int64_t mb = m, nb = n;
+  if (m * k > kWholeElements) {
+    mb = std::min(m, panel);
+    if (k * n > kWholeElements)
+      nb = std::min(n, panel);
+  } else if (k * n > kWholeElements) {
+    nb = std::min(n, panel);
+  }
+  WideningScratch &scratch = wideningScratch();
+  float *wideA = reserve(scratch.a, std::max<int64_t>(mb * k, 1));
+  float *wideB = reserve(scratch.b, std::max<int64_t>(k * nb, 1));
+  float *wideC =
+      cType == TPRT_F32 ? nullptr : reserve(scratch.c, mb * nb);
+  char *outC = static_cast<char *>(c);
+  size_t cBytes = dtypeSize(cType);
+  bool bDone = false;
+  for (int64_t i0 = 0; i0 < m; i0 += mb) {
+    int64_t rows = std::min(mb, m - i0);
+    // op(A)'s rows [i0, i0 + rows): stored rows (columns if transposed).
+    if (transA)
+      widenBlock(abType, a, lda, 0, k, i0, rows, wideA);
+    else
+      widenBlock(abType, a, lda, i0, rows, 0, k, wideA);
+    int64_t ldWideA = std::max<int64_t>(transA ? rows : k, 1);
+    for (int64_t j0 = 0; j0 < n; j0 += nb) {
+      int64_t cols = std::min(nb, n - j0);
+      // op(B)'s columns [j0, j0 + cols), widened once when it is one block.
+      if (!(bDone && nb == n)) {
+        if (transB)
+          widenBlock(abType, b, ldb, j0, cols, 0, k, wideB);
+        else
+          widenBlock(abType, b, ldb, 0, k, j0, cols, wideB);
+        bDone = true;
+      }
+      int64_t ldWideB = std::max<int64_t>(transB ? k : cols, 1);
+      char *block = outC + size_t(i0 * ldc + j0) * cBytes;
+      if (cType == TPRT_F32) {
+        gemmF32(transA, transB, rows, cols, k, alpha, wideA, ldWideA, wideB,
+                ldWideB, beta, reinterpret_cast<float *>(block), ldc);
+        continue;
+      }
+      if (beta != 0.0f)
+        widenBlock(cType, block, ldc, 0, rows, 0, cols, wideC);
+      gemmF32(transA, transB, rows, cols, k, alpha, wideA, ldWideA, wideB,
+              ldWideB, beta, wideC, cols);
+      for (int64_t r = 0; r < rows; ++r)
+        fromFloat(cType, wideC + r * cols, block + size_t(r * ldc) * cBytes,
+                  size_t(cols));
+    }
+  }
+  return TPRT_OK;
+}
 
 tprt_status tprt::hostGemm(tprt_dtype dtype, bool transA, bool transB,
                            int64_t m, int64_t n, int64_t k, float alpha,
@@ -104,21 +232,9 @@ tprt_status tprt::hostGemm(tprt_dtype dtype, bool transA, bool transB,
             ldc);
     return TPRT_OK;
   case TPRT_F16:
-  case TPRT_BF16: {
-    int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
-    int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
-    std::vector<float> wideA = widen(dtype, a, rowsA, colsA, lda);
-    std::vector<float> wideB = widen(dtype, b, rowsB, colsB, ldb);
-    std::vector<float> wideC = beta == 0.0f ? std::vector<float>(size_t(m * n))
-                                            : widen(dtype, c, m, n, ldc);
-    gemmF32(transA, transB, m, n, k, alpha, wideA.data(), colsA > 0 ? colsA : 1,
-            wideB.data(), colsB > 0 ? colsB : 1, beta, wideC.data(), n);
-    char *outC = static_cast<char *>(c);
-    for (int64_t r = 0; r < m; ++r)
-      fromFloat(dtype, wideC.data() + r * n, outC + size_t(r * ldc) * 2,
-                size_t(n));
-    return TPRT_OK;
-  }
+  case TPRT_BF16:
+    return hostGemmWidened(dtype, dtype, transA, transB, m, n, k, alpha, a,
+                           lda, b, ldb, beta, c, ldc);
   case TPRT_I32:
   case TPRT_I64:
   case TPRT_DTYPE_FORCE_32BIT:

@@ -1,7 +1,8 @@
 //===- HostGemm.h - Matrix products on the host -----------------*- C++ -*-===//
 //
 // The CPU implementation of tprt_gemm: CBLAS for f32 and f64 (OpenBLAS),
-// f16 and bf16 widened to f32, multiplied, and rounded back.
+// f16 and bf16 widened to f32 and multiplied, C in f32 (the mixed-precision
+// GEMM) or rounded back once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,16 @@ tprt_status hostGemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
                      int64_t n, int64_t k, float alpha, const void *a,
                      int64_t lda, const void *b, int64_t ldb, float beta,
                      void *c, int64_t ldc);
+
+/// Row-major C = alpha * op(A) * op(B) + beta * C with A and B in `abType`
+/// (f16 or bf16) and C in `cType` (f32, or `abType`: rounded once), the
+/// products summed in f32 by sgemm on widened panels (HostGemm.cpp); the
+/// panels live in the calling thread's scratch, which only grows.
+tprt_status hostGemmWidened(tprt_dtype abType, tprt_dtype cType, bool transA,
+                            bool transB, int64_t m, int64_t n, int64_t k,
+                            float alpha, const void *a, int64_t lda,
+                            const void *b, int64_t ldb, float beta, void *c,
+                            int64_t ldc);
 
 /// Row-major C = act(op(A) op(B) + addend + bias) with checked arguments
 /// (see tprt_gemm_epilogue): the product in f32 (f64 for f64) into a dense

@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 using namespace tprt;
 using namespace tprt::cuda;
@@ -171,14 +172,26 @@ tprt_status Cublas::prepare(tprt_dtype dtype, float alpha, float beta,
   return TPRT_OK;
 }
 
-tprt_status Cublas::gemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
-                         int64_t n, int64_t k, float alpha, const void *a,
-                         int64_t lda, int64_t strideA, const void *b,
-                         int64_t ldb, int64_t strideB, float beta, void *c,
-                         int64_t ldc, int64_t strideC, int64_t batch) {
+tprt_status Cublas::gemm(tprt_dtype dtype, tprt_dtype cType, bool transA,
+                         bool transB, int64_t m, int64_t n, int64_t k,
+                         float alpha, const void *a, int64_t lda,
+                         int64_t strideA, const void *b, int64_t ldb,
+                         int64_t strideB, float beta, void *c, int64_t ldc,
+                         int64_t strideC, int64_t batch) {
   Setup setup;
   if (tprt_status status = prepare(dtype, alpha, beta, setup))
     return status;
+  cudaDataType outType = setup.type;
+  if (cType != dtype) {
+    // The mixed-precision GEMM: 16-bit A and B, an f32 C, f32 compute
+    // (prepare chose CUBLAS_COMPUTE_32F for f16 and bf16).
+    if ((dtype != TPRT_F16 && dtype != TPRT_BF16) || cType != TPRT_F32)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "%s operands into %s are not supported (f16 or bf16 "
+                  "operands into f32 are)",
+                  dtypeName(dtype), dtypeName(cType));
+    outType = CUDA_R_32F;
+  }
   cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   // cuBLAS rejects leading dimensions below the rows of the column-major
@@ -187,21 +200,25 @@ tprt_status Cublas::gemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
   if (batch == 1)
     status = cublasGemmEx_64(handle, opB, opA, n, m, k, setup.alpha(), b,
                              setup.type, ldb, a, setup.type, lda, setup.beta(),
-                             c, setup.type, ldc, setup.compute,
+                             c, outType, ldc, setup.compute,
                              CUBLAS_GEMM_DEFAULT);
   else
     status = cublasGemmStridedBatchedEx_64(
         handle, opB, opA, n, m, k, setup.alpha(), b, setup.type, ldb, strideB,
-        a, setup.type, lda, strideA, setup.beta(), c, setup.type, ldc, strideC,
+        a, setup.type, lda, strideA, setup.beta(), c, outType, ldc, strideC,
         batch, setup.compute, CUBLAS_GEMM_DEFAULT);
-  if (status != CUBLAS_STATUS_SUCCESS)
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    std::string types = dtypeName(dtype);
+    if (cType != dtype)
+      types += std::string(" into ") + dtypeName(cType);
     return fail(status == CUBLAS_STATUS_ALLOC_FAILED ? TPRT_ERROR_OUT_OF_MEMORY
                                                      : TPRT_ERROR_BACKEND,
                 "%s of %lldx%lldx%lld (%s, batch %lld) failed: %s",
                 batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx",
                 static_cast<long long>(m), static_cast<long long>(n),
-                static_cast<long long>(k), dtypeName(dtype),
+                static_cast<long long>(k), types.c_str(),
                 static_cast<long long>(batch), cublasText(status));
+  }
   return TPRT_OK;
 }
 
@@ -211,8 +228,8 @@ tprt_status Cublas::gemmSharedA(tprt_dtype dtype, bool transA, bool transB,
                                 const void *const *b, int64_t ldb, float beta,
                                 void *const *c, int64_t ldc, int count) {
   if (count == 1)
-    return gemm(dtype, transA, transB, m, n, k, alpha, a, lda, 0, b[0], ldb, 0,
-                beta, c[0], ldc, 0, 1);
+    return gemm(dtype, dtype, transA, transB, m, n, k, alpha, a, lda, 0, b[0],
+                ldb, 0, beta, c[0], ldc, 0, 1);
   Setup setup;
   if (tprt_status status = prepare(dtype, alpha, beta, setup))
     return status;

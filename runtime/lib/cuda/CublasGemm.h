@@ -1,13 +1,15 @@
 //===- CublasGemm.h - Row-major GEMMs with cuBLAS ---------------*- C++ -*-===//
 //
-// tprt_gemm, tprt_gemm_strided_batched and tprt_gemm_shared_a on the rank's
-// stream. cuBLAS is
+// tprt_gemm, tprt_gemm_strided_batched, tprt_gemm_mixed and
+// tprt_gemm_shared_a on the rank's stream. cuBLAS is
 // column-major: a row-major C (m x n) is a column-major C^T, so
 // C = op(A) op(B) runs as C^T = op(B)^T op(A)^T, passing B first with the
 // same transpose flags and leading dimensions, m and n swapped.
 //
 // Precision: f16 and bf16 inputs and outputs with f32 accumulation
-// (CUBLAS_COMPUTE_32F, tensor cores); f32 as plain FP32
+// (CUBLAS_COMPUTE_32F, tensor cores), or f16 and bf16 inputs with an f32
+// output (tprt_gemm_mixed: CUDA_R_16F / CUDA_R_16BF A and B, CUDA_R_32F C,
+// CUBLAS_COMPUTE_32F, one of cublasGemmEx's documented combinations); f32 as plain FP32
 // (CUBLAS_COMPUTE_32F) unless TPRT_ALLOW_TF32=1 opts into
 // CUBLAS_COMPUTE_32F_FAST_TF32; f64 with CUBLAS_COMPUTE_64F. The 64-bit
 // integer entry points (cublasGemmEx_64) take any size.
@@ -69,11 +71,14 @@ public:
   /// rank that never multiplies does not need).
   void setStream(CUstream rankStream) { stream = rankStream; }
 
-  tprt_status gemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
-                   int64_t n, int64_t k, float alpha, const void *a,
-                   int64_t lda, int64_t strideA, const void *b, int64_t ldb,
-                   int64_t strideB, float beta, void *c, int64_t ldc,
-                   int64_t strideC, int64_t batch);
+  /// `batch` strided products (one cublasGemmEx when batch is 1), A and B
+  /// in `dtype`, C in `cType`: `dtype`, or f32 for f16 and bf16 operands
+  /// (the mixed-precision GEMM, tprt_gemm_mixed).
+  tprt_status gemm(tprt_dtype dtype, tprt_dtype cType, bool transA,
+                   bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                   const void *a, int64_t lda, int64_t strideA, const void *b,
+                   int64_t ldb, int64_t strideB, float beta, void *c,
+                   int64_t ldc, int64_t strideC, int64_t batch);
 
   /// `count` products sharing A: c[i] = alpha op(A) op(b[i]) + beta c[i].
   /// `b` and `c` are host arrays of device pointers; count 1 is gemm().

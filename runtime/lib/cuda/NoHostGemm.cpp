@@ -2,7 +2,7 @@
 //
 // Backend::gemm's default (Backend.cpp) calls hostGemm, which lives in
 // libtprt with its CBLAS. The GPU backend overrides gemm, batchedGemm,
-// sharedAGemm and gemmEpilogue, so these definitions only complete the
+// gemmMixed, sharedAGemm and gemmEpilogue, so these definitions only complete the
 // base class inside libtprt_cuda.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +15,14 @@ using namespace tprt;
 tprt_status tprt::hostGemm(tprt_dtype, bool, bool, int64_t, int64_t, int64_t,
                            float, const void *, int64_t, const void *, int64_t,
                            float, void *, int64_t) {
+  return fail(TPRT_ERROR_INTERNAL,
+              "the host GEMM is not available inside libtprt_cuda");
+}
+
+tprt_status tprt::hostGemmWidened(tprt_dtype, tprt_dtype, bool, bool, int64_t,
+                                  int64_t, int64_t, float, const void *,
+                                  int64_t, const void *, int64_t, float,
+                                  void *, int64_t) {
   return fail(TPRT_ERROR_INTERNAL,
               "the host GEMM is not available inside libtprt_cuda");
 }

@@ -178,24 +178,35 @@ void slice(tprt_dtype dtype, int64_t dim, int64_t axes, int64_t inRank,
         op);
 }
 
-/// C = op(A) op(B) on 2-D contiguous buffers.
-void gemm(tprt_dtype dtype, int32_t transA, int32_t transB, int64_t aRank,
-          void *aDesc, int64_t bRank, void *bDesc, int64_t cRank,
-          void *cDesc) {
+/// C = op(A) op(B) on 2-D contiguous buffers, A and B in `abType`, C in
+/// `cType` (equal, or f16/bf16 into f32: tprt_gemm_mixed).
+void gemm(tprt_dtype abType, tprt_dtype cType, int32_t transA, int32_t transB,
+          int64_t aRank, void *aDesc, int64_t bRank, void *bDesc,
+          int64_t cRank, void *cDesc) {
   const char *op = "gemm";
-  size_t bytes = bytesOf(dtype);
   if (aRank != 2 || bRank != 2 || cRank != 2)
     fail(op, "operands must be 2-D");
-  Tensor a = readDescriptor(aRank, aDesc, bytes, op);
-  Tensor b = readDescriptor(bRank, bDesc, bytes, op);
-  Tensor c = readDescriptor(cRank, cDesc, bytes, op);
+  Tensor a = readDescriptor(aRank, aDesc, bytesOf(abType), op);
+  Tensor b = readDescriptor(bRank, bDesc, bytesOf(abType), op);
+  Tensor c = readDescriptor(cRank, cDesc, bytesOf(cType), op);
   int64_t m = c.shape[0], n = c.shape[1];
   int64_t k = transA ? a.shape[0] : a.shape[1];
+  if ((transA ? a.shape[1] : a.shape[0]) != m ||
+      (transB ? b.shape[1] : b.shape[0]) != k ||
+      (transB ? b.shape[0] : b.shape[1]) != n)
+    fail(op, "the operand shapes do not match C = op(A) op(B)");
   if (!binding().ctx)
     fail(op, "the runtime is not bound (call tprt_model_bind)");
-  check(tprt_gemm(binding().ctx, dtype, transA, transB, m, n, k, 1.0f, a.data,
-                  a.shape[1], b.data, b.shape[1], 0.0f, c.data, n, nullptr),
-        op);
+  if (abType == cType)
+    check(tprt_gemm(binding().ctx, abType, transA, transB, m, n, k, 1.0f,
+                    a.data, a.shape[1], b.data, b.shape[1], 0.0f, c.data, n,
+                    nullptr),
+          op);
+  else
+    check(tprt_gemm_mixed(binding().ctx, abType, cType, transA, transB, m, n,
+                          k, 1.0f, a.data, a.shape[1], 0, b.data, b.shape[1],
+                          0, 0.0f, c.data, n, 0, 1, nullptr),
+          op);
 }
 
 /// C = act(op(A) op(B) + addend + bias) on contiguous buffers: A, B,
@@ -243,17 +254,17 @@ void gemmEpilogue(tprt_dtype dtype, int32_t transA, int32_t transB,
         op);
 }
 
-/// C[i] = op(A[i]) op(B[i]) on rank-3 contiguous buffers.
-void batchedGemm(tprt_dtype dtype, int32_t transA, int32_t transB,
-                 int64_t aRank, void *aDesc, int64_t bRank, void *bDesc,
-                 int64_t cRank, void *cDesc) {
+/// C[i] = op(A[i]) op(B[i]) on rank-3 contiguous buffers, A and B in
+/// `abType`, C in `cType` (equal, or f16/bf16 into f32).
+void batchedGemm(tprt_dtype abType, tprt_dtype cType, int32_t transA,
+                 int32_t transB, int64_t aRank, void *aDesc, int64_t bRank,
+                 void *bDesc, int64_t cRank, void *cDesc) {
   const char *op = "batched_gemm";
-  size_t bytes = bytesOf(dtype);
   if (aRank != 3 || bRank != 3 || cRank != 3)
     fail(op, "operands must be 3-D [batch, rows, columns]");
-  Tensor a = readDescriptor(aRank, aDesc, bytes, op);
-  Tensor b = readDescriptor(bRank, bDesc, bytes, op);
-  Tensor c = readDescriptor(cRank, cDesc, bytes, op);
+  Tensor a = readDescriptor(aRank, aDesc, bytesOf(abType), op);
+  Tensor b = readDescriptor(bRank, bDesc, bytesOf(abType), op);
+  Tensor c = readDescriptor(cRank, cDesc, bytesOf(cType), op);
   int64_t batch = c.shape[0], m = c.shape[1], n = c.shape[2];
   int64_t k = transA ? a.shape[1] : a.shape[2];
   if (a.shape[0] != batch || b.shape[0] != batch)
@@ -264,11 +275,18 @@ void batchedGemm(tprt_dtype dtype, int32_t transA, int32_t transB,
     fail(op, "the operand shapes do not match C = op(A) op(B)");
   if (!binding().ctx)
     fail(op, "the runtime is not bound (call tprt_model_bind)");
-  check(tprt_gemm_strided_batched(
-            binding().ctx, dtype, transA, transB, m, n, k, 1.0f, a.data,
-            a.shape[2], a.shape[1] * a.shape[2], b.data, b.shape[2],
-            b.shape[1] * b.shape[2], 0.0f, c.data, n, m * n, batch, nullptr),
-        op);
+  if (abType == cType)
+    check(tprt_gemm_strided_batched(
+              binding().ctx, abType, transA, transB, m, n, k, 1.0f, a.data,
+              a.shape[2], a.shape[1] * a.shape[2], b.data, b.shape[2],
+              b.shape[1] * b.shape[2], 0.0f, c.data, n, m * n, batch, nullptr),
+          op);
+  else
+    check(tprt_gemm_mixed(binding().ctx, abType, cType, transA, transB, m, n,
+                          k, 1.0f, a.data, a.shape[2], a.shape[1] * a.shape[2],
+                          b.data, b.shape[2], b.shape[1] * b.shape[2], 0.0f,
+                          c.data, n, m * n, batch, nullptr),
+          op);
 }
 
 /// C_i = op(A) op(B_i) for i < count on 2-D contiguous buffers, one
@@ -370,13 +388,14 @@ int64_t tprt_mlir_axis_index(int64_t axes_mask) {
   void tprt_mlir_gemm_##SUFFIX(int32_t transA, int32_t transB, int64_t aRank, \
                                void *aDesc, int64_t bRank, void *bDesc,       \
                                int64_t cRank, void *cDesc) {                  \
-    gemm(DTYPE, transA, transB, aRank, aDesc, bRank, bDesc, cRank, cDesc);    \
+    gemm(DTYPE, DTYPE, transA, transB, aRank, aDesc, bRank, bDesc, cRank,      \
+         cDesc);                                                               \
   }                                                                            \
   void tprt_mlir_batched_gemm_##SUFFIX(                                       \
       int32_t transA, int32_t transB, int64_t aRank, void *aDesc,              \
       int64_t bRank, void *bDesc, int64_t cRank, void *cDesc) {                \
-    batchedGemm(DTYPE, transA, transB, aRank, aDesc, bRank, bDesc, cRank,      \
-                cDesc);                                                        \
+    batchedGemm(DTYPE, DTYPE, transA, transB, aRank, aDesc, bRank, bDesc,      \
+                cRank, cDesc);                                                 \
   }                                                                            \
   void tprt_mlir_gemm_shared_a2_##SUFFIX(                                     \
       int32_t transA, int32_t transB, int64_t aRank, void *aDesc,              \
@@ -421,6 +440,24 @@ int64_t tprt_mlir_axis_index(int64_t axes_mask) {
                  bDesc, addendRank, addendDesc, biasRank, biasDesc, cRank,     \
                  cDesc);                                                       \
   }
+
+/// The mixed-precision GEMMs: A and B in AB, C in C (f32).
+#define TPRT_DEFINE_MODEL_MIXED_GEMMS(AB, C, AB_DTYPE, C_DTYPE)                 \
+  void tprt_mlir_gemm_##AB##_##C(int32_t transA, int32_t transB,              \
+                                 int64_t aRank, void *aDesc, int64_t bRank,   \
+                                 void *bDesc, int64_t cRank, void *cDesc) {   \
+    gemm(AB_DTYPE, C_DTYPE, transA, transB, aRank, aDesc, bRank, bDesc,        \
+         cRank, cDesc);                                                        \
+  }                                                                            \
+  void tprt_mlir_batched_gemm_##AB##_##C(                                     \
+      int32_t transA, int32_t transB, int64_t aRank, void *aDesc,              \
+      int64_t bRank, void *bDesc, int64_t cRank, void *cDesc) {                \
+    batchedGemm(AB_DTYPE, C_DTYPE, transA, transB, aRank, aDesc, bRank, bDesc, \
+                cRank, cDesc);                                                 \
+  }
+
+TPRT_DEFINE_MODEL_MIXED_GEMMS(bf16, f32, TPRT_BF16, TPRT_F32)
+TPRT_DEFINE_MODEL_MIXED_GEMMS(f16, f32, TPRT_F16, TPRT_F32)
 
 TPRT_DEFINE_MODEL_COLLECTIVES(f32, TPRT_F32)
 TPRT_DEFINE_MODEL_COLLECTIVES(f16, TPRT_F16)

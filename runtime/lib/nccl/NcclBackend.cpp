@@ -165,8 +165,8 @@ public:
                    int64_t n, int64_t k, float alpha, const void *a,
                    int64_t lda, const void *b, int64_t ldb, float beta, void *c,
                    int64_t ldc) override {
-    return cublas.gemm(dtype, transA, transB, m, n, k, alpha, a, lda, 0, b, ldb,
-                       0, beta, c, ldc, 0, 1);
+    return cublas.gemm(dtype, dtype, transA, transB, m, n, k, alpha, a, lda, 0,
+                       b, ldb, 0, beta, c, ldc, 0, 1);
   }
   tprt_status batchedGemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
                           int64_t n, int64_t k, float alpha, const void *a,
@@ -174,8 +174,17 @@ public:
                           int64_t ldb, int64_t strideB, float beta, void *c,
                           int64_t ldc, int64_t strideC,
                           int64_t batch) override {
-    return cublas.gemm(dtype, transA, transB, m, n, k, alpha, a, lda, strideA,
-                       b, ldb, strideB, beta, c, ldc, strideC, batch);
+    return cublas.gemm(dtype, dtype, transA, transB, m, n, k, alpha, a, lda,
+                       strideA, b, ldb, strideB, beta, c, ldc, strideC, batch);
+  }
+  tprt_status gemmMixed(tprt_dtype abType, tprt_dtype cType, bool transA,
+                        bool transB, int64_t m, int64_t n, int64_t k,
+                        float alpha, const void *a, int64_t lda,
+                        int64_t strideA, const void *b, int64_t ldb,
+                        int64_t strideB, float beta, void *c, int64_t ldc,
+                        int64_t strideC, int64_t batch) override {
+    return cublas.gemm(abType, cType, transA, transB, m, n, k, alpha, a, lda,
+                       strideA, b, ldb, strideB, beta, c, ldc, strideC, batch);
   }
   tprt_status sharedAGemm(tprt_dtype dtype, bool transA, bool transB, int64_t m,
                           int64_t n, int64_t k, float alpha, const void *a,
