@@ -187,6 +187,13 @@ def _meta_hf(torch, cls, config, tdtype, folder=None):
     return model, ckpt
 
 
+def _check_model_type(config, model_type, spec):
+    if model_type is not None and model_type != config.model_type:
+        raise TPImportError(
+            "--config-json gives model_type %r, but %s is a %r model"
+            % (model_type, spec, config.model_type))
+
+
 def build(torch, spec, dtype="f32", config_json=(), layers=None,
           model_class=None, module_kwargs="{}", seed=0,
           attn_implementation="eager", experts_implementation="batched_mm",
@@ -196,6 +203,9 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
     (meta.py); meta.MissingBuffers when a buffer has no value then."""
     tdtype = getattr(torch, DTYPES[dtype])
     overrides = load_overrides(config_json)
+    # --config-json is often a config.json's own text, whose model_type
+    # names the model again: not a field to set, but it must agree.
+    model_type = overrides.pop("model_type", None)
 
     # Python nn.Module: module:Class or file.py:Class.
     if ":" in spec and not os.path.isdir(spec):
@@ -241,6 +251,7 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
         if not os.path.exists(os.path.join(spec, "config.json")):
             raise TPImportError("%s has no config.json" % spec)
         config = transformers.AutoConfig.from_pretrained(spec)
+        _check_model_type(config, model_type, spec)
         for k, v in overrides.items():
             setattr(config, k, v)
         if layers is not None:
@@ -281,6 +292,7 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
             raise TPImportError(
                 "%r is neither a folder, a module:Class, nor a transformers "
                 "model type / config class / model class" % spec)
+    _check_model_type(config, model_type, spec)
     if layers is not None:
         set_layers(config, layers)
     config._attn_implementation = attn_implementation
