@@ -120,10 +120,14 @@ class Folder:
                 self.kind = "bin"
                 self._bins = bins
             else:
-                raise TPImportError(
+                # A config-only folder: enough for the export (shapes come
+                # from config.json), not for anything that needs weights.
+                self.missing = (
                     "%s has no weights (no *.safetensors, no "
                     "model.safetensors.index.json, no pytorch_model*.bin)"
                     % folder)
+
+    missing = None   # why the folder has no weights, when it has none
 
     def read(self, torch, keys):
         """{key: tensor} for the keys the checkpoint stores (small tensors:

@@ -288,7 +288,18 @@ def main(argv):
                                      model.module.parameters()),
                       parameter_bytes=model.parameter_bytes(),
                       layers=model.layer_count())
-        if model.checkpoint is not None:
+        if model.checkpoint is not None and model.checkpoint.missing:
+            # A config-only folder imports from shapes alone; the weights
+            # it lacks are what the self-check and the files need.
+            if check or args.weights or args.reference:
+                die("%s: the self-check, --weights and --reference need them "
+                    "(--no-check imports the model from config.json alone)"
+                    % model.checkpoint.missing)
+            sys.stderr.write("tp-import: warning: %s: the module is written "
+                             "from config.json alone; tp-run --checkpoint "
+                             "needs a folder with the weights\n"
+                             % model.checkpoint.missing)
+        elif model.checkpoint is not None:
             # Before minutes of export: the folder stores every argument.
             from .names import stored_parameters
             st = stored_parameters(torch, model.module, True)
