@@ -124,6 +124,22 @@ void widenBlock(tprt_dtype dtype, const void *src, int64_t ld, int64_t row0,
             size_t(cols));
 }
 
+/// What every host GEMM checks first: the sizes fit CBLAS's 32-bit ints
+/// and a BLAS was loaded. `empty` is set for a product with no elements
+/// (nothing to do, and no BLAS needed).
+tprt_status checkHostGemm(int64_t m, int64_t n, int64_t k, int64_t lda,
+                          int64_t ldb, int64_t ldc, bool &empty) {
+  for (int64_t value : {m, n, k, lda, ldb, ldc})
+    if (value > INT_MAX)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "size %lld exceeds the 32-bit range of CBLAS",
+                  static_cast<long long>(value));
+  empty = m == 0 || n == 0;
+  if (!empty && !hostBlas().error.empty())
+    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s", hostBlas().error.c_str());
+  return TPRT_OK;
+}
+
 } // namespace
 
 tprt_status tprt::hostGemmWidened(tprt_dtype abType, tprt_dtype cType,
@@ -140,15 +156,11 @@ tprt_status tprt::hostGemmWidened(tprt_dtype abType, tprt_dtype cType,
     return fail(TPRT_ERROR_INVALID_ARGUMENT,
                 "%s operands into %s are not supported (f32 or %s is)",
                 dtypeName(abType), dtypeName(cType), dtypeName(abType));
-  for (int64_t value : {m, n, k, lda, ldb, ldc})
-    if (value > INT_MAX)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT,
-                  "size %lld exceeds the 32-bit range of CBLAS",
-                  static_cast<long long>(value));
-  if (m == 0 || n == 0)
+  bool empty = false;
+  if (tprt_status st = checkHostGemm(m, n, k, lda, ldb, ldc, empty))
+    return st;
+  if (empty)
     return TPRT_OK;
-  if (!hostBlas().error.empty())
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s", hostBlas().error.c_str());
 
   // Blocks of op(A)'s rows (mb) and op(B)'s columns (nb).
   int64_t depth = std::max<int64_t>(k, 1);
@@ -210,15 +222,11 @@ tprt_status tprt::hostGemm(tprt_dtype dtype, bool transA, bool transB,
                            int64_t m, int64_t n, int64_t k, float alpha,
                            const void *a, int64_t lda, const void *b,
                            int64_t ldb, float beta, void *c, int64_t ldc) {
-  for (int64_t value : {m, n, k, lda, ldb, ldc})
-    if (value > INT_MAX)
-      return fail(TPRT_ERROR_INVALID_ARGUMENT,
-                  "size %lld exceeds the 32-bit range of CBLAS",
-                  static_cast<long long>(value));
-  if (m == 0 || n == 0)
+  bool empty = false;
+  if (tprt_status st = checkHostGemm(m, n, k, lda, ldb, ldc, empty))
+    return st;
+  if (empty)
     return TPRT_OK;
-  if (!hostBlas().error.empty())
-    return fail(TPRT_ERROR_INVALID_ARGUMENT, "%s", hostBlas().error.c_str());
 
   switch (dtype) {
   case TPRT_F32:
