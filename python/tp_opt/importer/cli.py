@@ -3,11 +3,13 @@ inputs.make, exporter.export, the self-check, and the files written.
 Importable without torch: `--help` works anywhere."""
 
 import argparse
+import atexit
 import importlib
 import os
 import shlex
 import shutil
 import sys
+import signal
 import tempfile
 
 from .decompositions import NAMES
@@ -211,9 +213,33 @@ def validate(args):
             die(str(e))
 
 
+_private_temp = None
+
+
+def private_temp():
+    """torch makes $TMPDIR/torchinductor_<user> (its inductor cache, found
+    through tempfile.gettempdir() whatever TORCHINDUCTOR_CACHE_DIR says)
+    and leaves it behind. tp-import compiles nothing with inductor, so its
+    temporary files, torch's included, go into one folder of its own,
+    removed at exit. SIGTERM and SIGHUP end tp-import through Python's
+    exit, so that the folder goes then too (and a self-check's tp-run is
+    killed)."""
+    global _private_temp
+    if _private_temp:     # once a process (tp-import-batch.py runs many)
+        return
+    folder = _private_temp = tempfile.mkdtemp(prefix="tp-import-")
+    atexit.register(shutil.rmtree, folder, True)
+    tempfile.tempdir = folder
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR",
+                          os.path.join(folder, "torchinductor"))
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda number, frame: sys.exit(128 + number))
+
+
 def main(argv):
     args = parser().parse_args(argv)
     validate(args)
+    private_temp()
     require(["torch", "torch_mlir", "transformers", "safetensors"]
             if not (":" in args.model and not os.path.isdir(args.model))
             else ["torch", "torch_mlir", "safetensors"])

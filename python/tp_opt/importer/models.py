@@ -187,6 +187,53 @@ def _meta_hf(torch, cls, config, tdtype, folder=None):
     return model, ckpt
 
 
+def _reason(e):
+    """The line of an exception that says what is wrong: transformers'
+    config validators put it last, after a header line."""
+    lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+    return lines[-1] if lines else type(e).__name__
+
+
+def _read_folder_config(transformers, folder):
+    """The folder's config.json as transformers reads it, or one line that
+    says what is wrong with it."""
+    path = os.path.join(folder, "config.json")
+    try:
+        with open(path) as f:
+            raw = json.load(f)
+    except OSError as e:
+        raise TPImportError("cannot read %s: %s" % (path, e.strerror))
+    except ValueError as e:
+        raise TPImportError("%s is not valid JSON: %s" % (path, e))
+    if not isinstance(raw, dict):
+        raise TPImportError("%s is not a JSON object (a %s)"
+                            % (path, type(raw).__name__))
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        raise TPImportError("%s has no model_type: transformers cannot tell "
+                            "which model it describes" % path)
+    if model_type not in transformers.CONFIG_MAPPING:
+        raise TPImportError(
+            "%s: model_type %r is not a model transformers %s knows"
+            % (path, model_type, transformers.__version__))
+    try:
+        return transformers.AutoConfig.from_pretrained(folder)
+    except Exception as e:   # the config class's own validation
+        raise TPImportError("%s is not a valid %s config: %s"
+                            % (path, model_type, _reason(e)))
+
+
+def _make_config(make, what):
+    """A config built from a model type or class and --config-json: the
+    config class's own validation becomes one line."""
+    try:
+        return make()
+    except TPImportError:
+        raise
+    except Exception as e:
+        raise TPImportError("%s: %s (check --config-json)" % (what, _reason(e)))
+
+
 def _check_model_type(config, model_type, spec):
     if model_type is not None and model_type != config.model_type:
         raise TPImportError(
@@ -250,7 +297,7 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
     if os.path.isdir(spec):
         if not os.path.exists(os.path.join(spec, "config.json")):
             raise TPImportError("%s has no config.json" % spec)
-        config = transformers.AutoConfig.from_pretrained(spec)
+        config = _read_folder_config(transformers, spec)
         _check_model_type(config, model_type, spec)
         for k, v in overrides.items():
             setattr(config, k, v)
@@ -280,18 +327,19 @@ def build(torch, spec, dtype="f32", config_json=(), layers=None,
     # A transformers name: model type, config class or model class.
     obj = getattr(transformers, spec, None)
     model_cls = None
+    what = "cannot make a %s config" % spec
     if isinstance(obj, type) and issubclass(obj, config_base):
-        config = obj(**overrides)
+        config = _make_config(lambda: obj(**overrides), what)
     elif isinstance(obj, type) and issubclass(obj, transformers.PreTrainedModel):
         model_cls = obj if not model_class else None   # --model-class wins
-        config = obj.config_class(**overrides)
+        config = _make_config(lambda: obj.config_class(**overrides), what)
+    elif spec in transformers.CONFIG_MAPPING:
+        config = _make_config(
+            lambda: transformers.AutoConfig.for_model(spec, **overrides), what)
     else:
-        try:
-            config = transformers.AutoConfig.for_model(spec, **overrides)
-        except ValueError:
-            raise TPImportError(
-                "%r is neither a folder, a module:Class, nor a transformers "
-                "model type / config class / model class" % spec)
+        raise TPImportError(
+            "%r is neither a folder, a module:Class, nor a transformers "
+            "model type / config class / model class" % spec)
     _check_model_type(config, model_type, spec)
     if layers is not None:
         set_layers(config, layers)
