@@ -241,6 +241,17 @@ def _eager_attention(model):
     return old
 
 
+def check_arguments(torch, what, model, plan):
+    """The model and plan parallelize and check take, or one error line."""
+    from .planning import Plan, require_module
+    require_module(torch, model, what)
+    if not isinstance(plan, Plan):
+        raise ParallelizeError(
+            "%s: plan is %s, not a Plan: make it with tp_opt.plan(model, "
+            "args, tp=N)" % (what, "None" if plan is None else
+                             "a %s" % type(plan).__name__))
+
+
 def executable(plan):
     """Raises ParallelizeError for a plan parallelize cannot execute as
     planned."""
@@ -328,6 +339,15 @@ def parallelize(model, plan, device_mesh):
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
     from torch.distributed.tensor.experimental import implicit_replication
 
+    check_arguments(torch, "tp_opt.parallelize", model, plan)
+    from torch.distributed.device_mesh import DeviceMesh
+    if not isinstance(device_mesh, DeviceMesh):
+        raise ParallelizeError(
+            "tp_opt.parallelize: device_mesh is %s, not a DeviceMesh: make "
+            "it with tp_opt.device_mesh(plan) in each process (after "
+            "torch.distributed.init_process_group)"
+            % ("None" if device_mesh is None else
+               "a %s" % type(device_mesh).__name__))
     _mesh_dims(plan, device_mesh)
     executable(plan)
     _eager_attention(model)

@@ -51,6 +51,16 @@ def require_torch(what, export=False):
     return torch
 
 
+def require_module(torch, model, what):
+    """A PlanError unless `model` is a torch.nn.Module (a function or a
+    class has no parameters to plan)."""
+    if not isinstance(model, torch.nn.Module):
+        kind = "the class %s, not an instance of it" % model.__name__ \
+            if isinstance(model, type) else "a %s" % type(model).__name__
+        raise PlanError("%s takes a torch.nn.Module (its parameters are what "
+                        "is planned); the model given is %s" % (what, kind))
+
+
 def _is_hf(model):
     try:
         import transformers
@@ -83,31 +93,80 @@ def _inputs(torch, model, is_hf, args, kwargs):
     return Inputs(names, tensors, keyword=is_hf or bool(kwargs))
 
 
+# Every option value is checked here, before it reaches tp-opt's option
+# string: a value with a space or an "=" would otherwise add options of its
+# own (memory_budget="none tp=8" planned tp=8 under a Plan saying tp=2).
+AXIS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+BYTES = re.compile(r"(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?(Ki|Mi|Gi|K|M|G)?\Z")
+DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+SEQUENCE_PARALLEL = ("auto", "on", "off")
+
+
+def _count(value):
+    """A positive int, not a bool (True is an int to Python)."""
+    return isinstance(value, int) and not isinstance(value, bool) and \
+        value >= 1
+
+
 def _mesh_option(tp, mesh):
     if (tp is None) == (mesh is None):
         raise PlanError("give either tp=N or mesh={axis: size, ...}")
     if tp is not None:
-        if not isinstance(tp, int) or tp < 1:
-            raise PlanError("tp=%r: a positive number of devices" % (tp,))
+        if not _count(tp):
+            raise PlanError("tp=%r: a positive number of devices (an int)"
+                            % (tp,))
         return {"tp": tp}, "tp=%d" % tp
-    if not isinstance(mesh, dict) or not mesh or \
-            any(not isinstance(v, int) or v < 1 for v in mesh.values()):
+    if not isinstance(mesh, dict) or not mesh:
         raise PlanError("mesh=%r: a dict of axis names and sizes, "
                         "e.g. {\"dp\": 2, \"tp\": 4}" % (mesh,))
+    for name, size in mesh.items():
+        if not isinstance(name, str) or not AXIS_NAME.match(name):
+            raise PlanError("mesh=%r: the axis name %r is not a name (letters, "
+                            "digits and _, not starting with a digit)"
+                            % (mesh, name))
+        if not _count(size):
+            raise PlanError("mesh=%r: the size of axis %r is %r, not a "
+                            "positive int" % (mesh, name, size))
     opt = "mesh-axes=" + ",".join("%s=%d" % kv for kv in mesh.items())
     if "dp" in mesh:
         opt += " batch-axis=dp"
     return dict(mesh), opt
 
 
+def _budget_option(memory_budget):
+    """memory_budget: bytes (a positive int or float), a string of bytes
+    with a suffix ("80G", "80Gi", "1.5e9"), or "none" (no budget)."""
+    if isinstance(memory_budget, bool):
+        pass
+    elif isinstance(memory_budget, (int, float)):
+        if memory_budget > 0 and memory_budget != float("inf"):
+            return "memory-budget=%d" % int(memory_budget)
+    elif isinstance(memory_budget, str):
+        text = memory_budget.strip()
+        if text == "none" or (BYTES.match(text) and
+                              float(re.sub(r"[KMGi]+\Z", "", text)) > 0):
+            return "memory-budget=%s" % text
+    raise PlanError("memory_budget=%r: a positive number of bytes per device "
+                    "(an int, or a string such as \"80G\" or \"80Gi\"), or "
+                    "\"none\"" % (memory_budget,))
+
+
 def _options(tp, mesh, memory_budget, device, sequence_parallel):
     axes, mesh_opt = _mesh_option(tp, mesh)
     options = [mesh_opt]
     if memory_budget is not None:
-        options.append("memory-budget=%s" % memory_budget)
+        options.append(_budget_option(memory_budget))
     if device is not None:
+        if not isinstance(device, str) or not DEVICE_NAME.match(device):
+            raise PlanError("device=%r: the name of a cost profile, e.g. "
+                            "\"h100-nvlink\" (docs/cost-model.md)" % (device,))
         options.append("device=%s" % device)
     if sequence_parallel is not None:
+        if sequence_parallel is True or sequence_parallel is False:
+            sequence_parallel = "on" if sequence_parallel else "off"
+        if sequence_parallel not in SEQUENCE_PARALLEL:
+            raise PlanError("sequence_parallel=%r: one of \"auto\", \"on\", "
+                            "\"off\" (or True, False)" % (sequence_parallel,))
         options.append("sequence-parallel=%s" % sequence_parallel)
     return axes, options
 
@@ -121,6 +180,7 @@ def plan(model, args=(), tp=None, mesh=None, memory_budget=None,
     "auto", "on", "off". Returns a Plan; raises PlanError (a TPImportError)
     with a one-line message."""
     torch = require_torch("tp_opt.plan", export=True)
+    require_module(torch, model, "tp_opt.plan")
     if training:
         raise PlanError(
             "training=True: tp_opt.plan exports the forward only; plan a "

@@ -236,8 +236,24 @@ def check(model, plan, args=(), kwargs=None, limit=1e-5, backward=False):
     inputs (a tuple), kwargs its keyword inputs. The model travels to the
     processes pickled, so this is a check for models that fit one host."""
     import copy
+    import math
     import torch
-    from .parallel import executable
+    from .parallel import check_arguments, executable
+    check_arguments(torch, "tp_opt.check", model, plan)
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or \
+            not math.isfinite(limit) or limit < 0:
+        raise LaunchError("tp_opt.check: limit=%r: a finite relative error "
+                          "of at least 0 (default 1e-5)" % (limit,))
+    local = sorted({type(m).__name__ for m in model.modules()
+                    if type(m).__module__ == "__main__"})
+    if local:
+        raise LaunchError(
+            "tp_opt.check sends the model to its processes pickled, and "
+            "they cannot import the class%s %s that the running script "
+            "defines itself (__main__): define %s in a module of its own and "
+            "import it from the script" % (
+                "es" if len(local) > 1 else "", ", ".join(local),
+                "them" if len(local) > 1 else "it"))
     executable(plan)
     if not isinstance(args, (tuple, list)):
         args = (args,)

@@ -43,3 +43,41 @@ try:
     tp_opt.plan(model, ("not a tensor",), tp=2)
 except TPImportError as e:
     print("error:", e)
+
+
+# Every argument is checked before it reaches tp-opt's option string or a
+# process (issue 40: these planned another mesh, tp=1, or raised a raw
+# AttributeError / a pickling error).
+def error(fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+        print("no error")
+    except TPImportError as e:
+        print("error:", e)
+
+
+for kwargs in ({"tp": 2, "memory_budget": "none tp=8"},
+               {"mesh": {"a=2,b": 2}}, {"tp": True},
+               {"tp": 2, "memory_budget": float("nan")},
+               {"tp": 2, "device": "h100 nvlink"},
+               {"tp": 2, "sequence_parallel": "maybe"},
+               {"mesh": {"dp": 2, "tp": True}}):
+    error(tp_opt.plan, model, (ids,), **kwargs)
+error(tp_opt.plan, lambda x: x, (ids,), tp=2)
+error(tp_opt.plan, transformers.LlamaForCausalLM, (ids,), tp=2)
+error(tp_opt.check, model, plan, (ids,), limit=float("nan"))
+error(tp_opt.check, model, plan, (ids,), limit=-1)
+error(tp_opt.parallelize, model, plan, None)
+error(tp_opt.parallelize, model, None, None)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(8, 16)
+
+    def forward(self, x):
+        return self.up(x)
+
+
+error(tp_opt.check, MLP(), plan, (torch.ones(2, 8),))
