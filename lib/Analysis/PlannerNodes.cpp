@@ -92,17 +92,17 @@ void PlanBuilder::markWeightView(const Node &node) {
   Operation *op = node.op;
   if (isa<AnnotateOp>(op) || op->getNumResults() == 0)
     return;
-  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-    if (linalgOp.getNumReductionLoops() != 0)
-      return;
-  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (linalgOp && linalgOp.getNumReductionLoops() != 0)
+    return;
   bool anyWeight = false;
   for (const Input &in : node.inputs) {
-    // An init the body does not read gives only the shape.
-    if (dps && in.slot < op->getNumOperands() &&
-        dps.isDpsInit(&op->getOpOperand(in.slot)) &&
-        !cast<linalg::LinalgOp>(op).payloadUsesValueFromOperand(
-            &op->getOpOperand(in.slot)))
+    // An init a linalg body does not read gives only the shape. Other
+    // destination-style ops (scf.forall's shared_outs, tensor.insert_slice's
+    // dest) count as reading theirs.
+    if (linalgOp && in.slot < op->getNumOperands() &&
+        linalgOp.isDpsInit(&op->getOpOperand(in.slot)) &&
+        !linalgOp.payloadUsesValueFromOperand(&op->getOpOperand(in.slot)))
       continue;
     auto it = producer.find(in.value);
     if (it == producer.end())
