@@ -882,8 +882,9 @@ int main(int argc, char **argv) {
   if (!autoTP && devices % dp != 0)
     die(llvm::formatv("--dp {0} does not divide --tp {1} devices", int(dp),
                       devices));
-  if (steps < 1)
-    die(llvm::formatv("--steps {0} must be at least 1", int(steps)));
+  // tp-runner's cap, checked before minutes of compiling.
+  if (steps < 1 || steps > 1000000000)
+    die(llvm::formatv("--steps {0} must be from 1 to 1000000000", int(steps)));
   if (timeoutSeconds < 0)
     die(llvm::formatv("--timeout {0} must not be negative", int(timeoutSeconds)));
   // Options whose default is a sentinel: a value given is checked, never

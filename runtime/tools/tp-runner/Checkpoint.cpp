@@ -287,6 +287,11 @@ bool Checkpoint::openIndex(const std::string &index, const std::string &role,
             ", expected an object";
     return false;
   }
+  if (map->members.empty()) {
+    error = named + ": \"weight_map\" is empty: the index names no tensor "
+                    "(every weight would come from its init)";
+    return false;
+  }
   std::map<std::string, size_t> shards; // shard path -> files index
   for (const auto &[name, value] : map->members) {
     std::string where = named + ": \"weight_map\" entry \"" + name + "\"";

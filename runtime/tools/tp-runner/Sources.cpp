@@ -174,6 +174,7 @@ void Sources::fill(size_t k, const std::vector<int64_t> &offsets, void *data,
   case Kind::Init:
     fillLocal(buffer, offsets, data);
     checkIndexBound(k, offsets, data, errors);
+    checkInitFinite(k, offsets, data, errors);
     return;
   case Kind::Default: {
     Buffer drawn = buffer;
@@ -225,6 +226,35 @@ void Sources::fill(size_t k, const std::vector<int64_t> &offsets, void *data,
     else
       errors.push_back(named + " holds " + valueText(original) + " at index " +
                        shapeText(position) + which);
+    return;
+  }
+}
+
+void Sources::checkInitFinite(size_t k, const std::vector<int64_t> &offsets,
+                              const void *data,
+                              std::vector<std::string> &errors) const {
+  const Buffer &buffer = model->buffers[k];
+  if (!isFloat(buffer.dtype) || (buffer.init.kind != Init::Kind::Normal &&
+                                 buffer.init.kind != Init::Kind::Uniform))
+    return;
+  for (int64_t l = 0, n = buffer.localElements(); l < n; ++l) {
+    if (std::isfinite(loadDouble(buffer.dtype, data, l)))
+      continue;
+    std::vector<int64_t> position = storedPosition(buffer, offsets, l);
+    uint64_t flat = flatIndex(
+        buffer.hasSource ? buffer.sourceShape : buffer.globalShape, position);
+    bool normal = buffer.init.kind == Init::Kind::Normal;
+    double drawn =
+        normal ? initNormal(buffer.init.seed, buffer.init.std, flat)
+               : initUniform(buffer.init.seed, buffer.init.scale, flat);
+    errors.push_back(
+        "the model's " + std::string(roleName(buffer.role)) + " " +
+        std::to_string(buffer.index) + " \"" + buffer.name + "\": its tp.init (" +
+        (normal ? "normal, std " + valueText(buffer.init.std)
+                : "uniform, scale " + valueText(buffer.init.scale)) +
+        ") draws " + valueText(drawn) + " at index " + shapeText(position) +
+        ", which overflows " + dtypeName(buffer.dtype) +
+        " (a smaller std or scale, or a wider element type)");
     return;
   }
 }

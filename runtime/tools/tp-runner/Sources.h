@@ -82,6 +82,12 @@ private:
   void checkIndexBound(size_t k, const std::vector<int64_t> &offsets,
                        const void *data,
                        std::vector<std::string> &errors) const;
+  /// Appends a message naming the first element of buffer `k`'s local
+  /// block that its tp.init drew past its element type's range (a normal
+  /// or uniform draw that overflows f16, say), if any.
+  void checkInitFinite(size_t k, const std::vector<int64_t> &offsets,
+                       const void *data,
+                       std::vector<std::string> &errors) const;
 
   const Model *model = nullptr;
   SourceOptions options;

@@ -236,6 +236,30 @@ func.func @init_negative_std(%x: tensor<8xf32> {tp.init = {kind = "normal", seed
 
 // -----
 
+// A NaN or inf std passed, and tp-runner then blamed its own model.json
+// (issue 40).
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' field 'std' must be a finite number, got 0x7FF8000000000000 : f64}}
+func.func @init_nan_std(%x: tensor<8xf32> {tp.init = {kind = "normal", seed = 3 : i64, std = 0x7FF8000000000000 : f64}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' field 'scale' must be a finite number, got 0x7FF0000000000000 : f64}}
+func.func @init_inf_scale(%x: tensor<8xf32> {tp.init = {kind = "uniform", seed = 3 : i64, scale = 0x7FF0000000000000 : f64}}) {
+  return
+}
+
+// -----
+
+// Uniform draws past f16's range would be inf.
+// expected-error @+1 {{'func.func' op argument 0: 'tp.init' of kind 'uniform' draws up to 1.000000e+05, past 'f16''s largest finite value 6.550400e+04}}
+func.func @init_uniform_overflow(%x: tensor<8xf16> {tp.init = {kind = "uniform", seed = 3 : i64, scale = 1.0e5 : f64}}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'func.func' op argument 0: 'tp.init' has unknown kind 'xavier'; expected 'normal', 'uniform', 'zeros', 'ones' or 'integers'}}
 func.func @init_unknown_kind(%x: tensor<8xf32> {tp.init = {kind = "xavier"}}) {
   return

@@ -11,6 +11,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #include <cctype>
 
 using namespace mlir;
@@ -31,6 +33,29 @@ LogicalResult mlir::tp::checkGlobalProgram(func::FuncOp func,
              << pass << ": '" << func.getSymName()
              << "' is already partitioned (result #" << i << " has "
              << globalShape << "); it takes a program on global shapes";
+  // A checkpoint tensor fills every argument of its name (tied weights): two
+  // arguments of one name must have one type, or no tensor can fill both.
+  // (The pieces of a fused weight share its name, each with a tp.source.)
+  llvm::StringMap<unsigned> named;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto name =
+        func.getArgAttrOfType<StringAttr>(i, TPDialect::getNameAttrName());
+    if (!name || func.getArgAttr(i, TPDialect::getSourceAttrName()))
+      continue;
+    auto [it, fresh] = named.try_emplace(name.getValue(), i);
+    if (fresh)
+      continue;
+    unsigned first = it->second;
+    Type a = func.getArgument(first).getType(),
+         b = func.getArgument(i).getType();
+    if (a != b)
+      return emitError(func.getArgument(i).getLoc())
+             << pass << ": arguments #" << first << " and #" << i << " of '"
+             << func.getSymName() << "' are both named \"" << name.getValue()
+             << "\" (tp.name) but are " << a << " and " << b
+             << ": one checkpoint tensor cannot fill both (tied weights share "
+                "a name and a type)";
+  }
   // Collectives and axis indices describe one device's part: in a program
   // on global shapes they have no meaning (an all-reduce of a whole value
   // would sum N copies of it).

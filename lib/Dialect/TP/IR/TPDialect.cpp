@@ -9,6 +9,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tp;
 
@@ -50,7 +52,11 @@ verifyInitAttribute(Attribute value, Type type,
     if (!f)
       return emitError() << "'tp.init' of kind '" << kind.getValue()
                          << "' needs a float '" << field << "'";
-    if (f.getValueAsDouble() < 0)
+    double v = f.getValueAsDouble();
+    if (!std::isfinite(v))
+      return emitError() << "'tp.init' field '" << field
+                         << "' must be a finite number, got " << f;
+    if (v < 0)
       return emitError() << "'tp.init' field '" << field
                          << "' must not be negative";
     return success();
@@ -58,8 +64,25 @@ verifyInitAttribute(Attribute value, Type type,
   StringRef k = kind.getValue();
   if (k == "normal")
     return failure(failed(needInt("seed")) || failed(needFloat("std")));
-  if (k == "uniform")
-    return failure(failed(needInt("seed")) || failed(needFloat("scale")));
+  if (k == "uniform") {
+    if (failed(needInt("seed")) || failed(needFloat("scale")))
+      return failure();
+    // Draws in [-scale, scale]: past the element type's largest finite
+    // value they would be inf.
+    auto floatType =
+        dyn_cast<FloatType>(cast<RankedTensorType>(type).getElementType());
+    if (floatType) {
+      double scale = dict.getAs<FloatAttr>("scale").getValueAsDouble();
+      double largest =
+          llvm::APFloat::getLargest(floatType.getFloatSemantics())
+              .convertToDouble();
+      if (scale > largest)
+        return emitError() << "'tp.init' of kind 'uniform' draws up to "
+                           << scale << ", past " << floatType
+                           << "'s largest finite value " << largest;
+    }
+    return success();
+  }
   if (k == "zeros" || k == "ones")
     return success();
   if (k == "integers") {
