@@ -57,3 +57,23 @@ func.func @scatter(%rows: tensor<2x3x5xf32>, %dest: tensor<8x5xf32>, %idx: tenso
   %s = tensor.scatter %rows into %dest[%idx] scatter_dims([0]) unique : (tensor<2x3x5xf32>, tensor<8x5xf32>, tensor<2x3x1xindex>) -> tensor<8x5xf32>
   return %s : tensor<8x5xf32>
 }
+
+// An affine.for carrying a tensor (issue 40: the CPU lowering stopped on "op
+// was not bufferized") becomes the scf.for it means, its yield with it; an
+// affine.apply in its body and an affine.for over memrefs stay.
+// CHECK-LABEL: func.func @affine_tensor_loop
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<8x16xf32>, index)
+// CHECK:           affine.apply
+// CHECK:           linalg.add ins(%[[ACC]]
+// CHECK:           scf.yield
+// CHECK-NOT:     affine.for
+func.func @affine_tensor_loop(%a: tensor<8x16xf32>) -> (tensor<8x16xf32>, index) {
+  %i0 = arith.constant 0 : index
+  %r:2 = affine.for %i = 0 to 3 iter_args(%acc = %a, %n = %i0) -> (tensor<8x16xf32>, index) {
+    %j = affine.apply affine_map<(d0) -> (d0 * 2)>(%i)
+    %e = tensor.empty() : tensor<8x16xf32>
+    %s = linalg.add ins(%acc, %a : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+    affine.yield %s, %j : tensor<8x16xf32>, index
+  }
+  return %r#0, %r#1 : tensor<8x16xf32>, index
+}

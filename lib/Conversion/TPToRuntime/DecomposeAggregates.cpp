@@ -16,12 +16,16 @@
 // is an scf.for over the batch whose iteration inserts the source's slice b
 // at c(b) into the destination it carries (tensor.insert_slice; `unique`
 // makes the order irrelevant). Slices given rank-reduced (the gathered or
-// scattered dimensions dropped) are read and written as such.
+// scattered dimensions dropped) are read and written as such. An
+// affine.for carrying tensors, which does not bufferize either, becomes
+// the scf.for it means.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tp/Conversion/Passes.h"
 
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -203,6 +207,22 @@ struct DecomposeAggregatesPass
               : lowerScatter(rewriter, cast<tensor::ScatterOp>(op));
       if (failed(lowered))
         return signalPassFailure();
+    }
+    // affine.for carrying tensors does not bufferize; as the scf.for it
+    // means, it does (its affine.yield with it; other affine ops stay).
+    SmallVector<Operation *> tensorLoops;
+    module.walk([&](affine::AffineForOp loop) {
+      if (llvm::any_of(loop.getResultTypes(), llvm::IsaPred<TensorType>)) {
+        tensorLoops.push_back(loop);
+        tensorLoops.push_back(loop.getBody()->getTerminator());
+      }
+    });
+    if (!tensorLoops.empty()) {
+      RewritePatternSet affine(module.getContext());
+      populateAffineToStdConversionPatterns(affine);
+      GreedyRewriteConfig config;
+      config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+      (void)applyOpPatternsGreedily(tensorLoops, std::move(affine), config);
     }
     RewritePatternSet patterns(module.getContext());
     linalg::populateElementwiseToLinalgConversionPatterns(patterns);
