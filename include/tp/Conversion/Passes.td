@@ -71,6 +71,8 @@ def DecomposeAggregatesPass
     bufferize, become a `linalg.generic` reading its elements with
     `tensor.extract`, and an `scf.for` of `tensor.insert_slice` over the
     scattered slices.
+    An `affine.for` carrying tensors (which does not bufferize) becomes the
+    `scf.for` it means.
 
     Preconditions: none (ops it does not know are left alone).
   }];
