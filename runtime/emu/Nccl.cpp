@@ -232,8 +232,16 @@ void trace(const char *call) {
 MOCK_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
   static int counter = 0;
   std::memset(id, 0, sizeof(*id));
-  std::snprintf(id->internal, sizeof(id->internal), "/tprt-mock-nccl-%d-%d",
-                int(getpid()), counter++);
+  // MOCK_NCCL_TAG (letters, digits, - and _) goes into the name, so that a
+  // test can look for its own segments in /dev/shm.
+  const char *tag = std::getenv("MOCK_NCCL_TAG");
+  bool tagged = tag && *tag && std::strlen(tag) < 40 &&
+                std::strspn(tag, "abcdefghijklmnopqrstuvwxyz"
+                                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") ==
+                    std::strlen(tag);
+  std::snprintf(id->internal, sizeof(id->internal),
+                "/tprt-mock-nccl-%s%s%d-%d", tagged ? tag : "",
+                tagged ? "-" : "", int(getpid()), counter++);
   return ncclSuccess;
 }
 
@@ -266,8 +274,13 @@ MOCK_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks,
   }
   comm->segment = static_cast<char *>(p);
   *out = comm;
-  // Everybody has the segment open before anybody may unlink it.
+  // Everybody has the segment open before anybody may unlink it; then its
+  // name goes at once, so that a rank that crashes, is killed or hangs
+  // leaves nothing in /dev/shm (the mappings live until the last rank
+  // ends).
   comm->barrier();
+  if (rank == 0)
+    shm_unlink(comm->name.c_str());
   return done(comm);
 }
 
@@ -306,10 +319,8 @@ MOCK_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 }
 
 static void release(ncclComm_t comm) {
-  if (comm->segment) {
-    munmap(comm->segment, comm->segmentBytes);
-    shm_unlink(comm->name.c_str()); // the first one removes the name
-  }
+  if (comm->segment)
+    munmap(comm->segment, comm->segmentBytes); // its name is gone already
   delete comm;
 }
 

@@ -78,9 +78,10 @@ namespace {
 volatile sig_atomic_t runningChild = 0;
 volatile sig_atomic_t interrupted = 0;
 
-/// The folder removeAtExit removes, NUL-terminated ("" if none), in static
-/// storage for the signal handler.
-char removedFolder[4096];
+/// The folders removeAtExit removes, NUL-terminated, in static storage for
+/// the signal handler.
+char removedFolders[4][4096];
+volatile sig_atomic_t removedCount = 0;
 
 /// Removes the entry `name` of the folder `parent` (a file, or a folder and
 /// everything in it) with async-signal-safe calls only (openat, getdents64,
@@ -122,8 +123,8 @@ void removeEntry(int parent, const char *name) {
 /// Removes the temporary work folder, says `message` and exits 130, with
 /// async-signal-safe calls only.
 [[noreturn]] void exitInterrupted(const char *message, size_t length) {
-  if (removedFolder[0])
-    removeEntry(AT_FDCWD, removedFolder);
+  for (int i = 0; i < removedCount; ++i)
+    removeEntry(AT_FDCWD, removedFolders[i]);
   ssize_t ignored = ::write(2, message, length);
   (void)ignored;
   _exit(130);
@@ -226,12 +227,22 @@ pid_t spawn(const std::vector<char *> &argv, char *const *envp,
 } // namespace
 
 void removeAtExit(StringRef path) {
-  if (path.size() >= sizeof(removedFolder))
+  if (path.size() >= sizeof(removedFolders[0]))
     die("the temporary folder's path is too long: '" + path + "'");
-  std::memcpy(removedFolder, path.data(), path.size());
-  removedFolder[path.size()] = 0;
-  std::atexit([] { llvm::sys::fs::remove_directories(removedFolder); });
-  llvm::sys::SetInterruptFunction(onInterrupt);
+  if (removedCount == int(std::size(removedFolders)))
+    die("too many temporary folders to remove at exit");
+  char *slot = removedFolders[removedCount];
+  std::memcpy(slot, path.data(), path.size());
+  slot[path.size()] = 0;
+  if (removedCount++ == 0) {
+    // removeEntry, not llvm::sys::fs::remove_directories, which leaves
+    // FIFOs (mpirun's debugger_attach_fifo) and so their folders.
+    std::atexit([] {
+      for (int i = 0; i < removedCount; ++i)
+        removeEntry(AT_FDCWD, removedFolders[i]);
+    });
+    llvm::sys::SetInterruptFunction(onInterrupt);
+  }
 }
 
 int runProgram(StringRef program, llvm::ArrayRef<std::string> args,

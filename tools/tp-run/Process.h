@@ -41,7 +41,7 @@ void makeFolder(llvm::StringRef path);
 
 /// Removes the folder `path` and everything in it when tp-run exits, dies,
 /// or is interrupted (SIGINT, SIGTERM) while it compiles or waits for a
-/// program. Once per run: tp-run's temporary work folder.
+/// program: tp-run's temporary work folder, mpirun's files (up to 4).
 void removeAtExit(llvm::StringRef path);
 
 /// Runs `program` with `args` and returns its exit code. `env`: the child's

@@ -18,7 +18,8 @@
 //    --mlir-timing prints the time of each stage (and of each pass of the
 //    two pipelines) to stderr after the compile.
 // 3. Runs tp-runner on N ranks with mpirun (one process per rank;
-//    TP_RUN_MPIRUN overrides the launcher). A run still going after
+//    TP_RUN_MPIRUN overrides the launcher; its files go into a folder
+//    tp-run removes, TP_RUN_SHM_DIR or /dev/shm). A run still going after
 //    --timeout seconds is stopped: mpirun gets SIGTERM and stops every rank.
 // 4. With --check, compiles and runs the unsharded program (tp=1) the same
 //    way and compares every output; for a training step (results with
@@ -479,6 +480,32 @@ std::string temporaryRoot() {
   SmallString<128> root;
   llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, root);
   return std::string(root);
+}
+
+/// mpirun's own files: its session folder (orte_tmpdir_base, else in
+/// $TMPDIR) and the shared memory of its vader transport (else
+/// /dev/shm/vader_segment.*), both in one folder of /dev/shm (tmpfs, as
+/// vader's default; $TP_RUN_SHM_DIR names another) that tp-run removes when
+/// it exits, however mpirun ended: a killed mpirun leaves them behind
+/// otherwise.
+static std::vector<std::string> mpiFileOptions() {
+  static std::string folder;
+  if (folder.empty()) {
+    const char *given = std::getenv("TP_RUN_SHM_DIR");
+    std::string base = given && *given ? std::string(given)
+                       : ::access("/dev/shm", W_OK | X_OK) == 0
+                           ? std::string("/dev/shm")
+                           : temporaryRoot();
+    SmallString<256> path;
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
+            base + "/tp-run-mpi", path))
+      die("cannot create a folder for mpirun's files in '" + base +
+          "': " + ec.message());
+    tprun::removeAtExit(path);
+    folder = std::string(path);
+  }
+  return {"--mca", "orte_tmpdir_base", folder,
+          "--mca", "btl_vader_backing_directory", folder};
 }
 
 /// "a FIFO", "a socket", ... for messages.
@@ -1196,6 +1223,10 @@ int main(int argc, char **argv) {
     if (!tprun::gpuLaunch(target, devices, runner, runnerArgs, launcher,
                           gpuLibraryDir, timeoutSeconds, gpuRun, error))
       die(error);
+    if (gpuRun.mpirun) { // cuda-shared: mpirun's files too
+      std::vector<std::string> files = mpiFileOptions();
+      gpuRun.args.insert(gpuRun.args.begin(), files.begin(), files.end());
+    }
     // The launch's variables replace ours (getenv finds the first).
     for (const std::string &variable : gpuRun.environment) {
       std::string name = variable.substr(0, variable.find('=') + 1);
@@ -1214,9 +1245,10 @@ int main(int argc, char **argv) {
     args.push_back("single");
     rc = runProgram(runner, args, timeoutSeconds, std::nullopt, "", runName);
   } else {
-    std::vector<std::string> args = {
-        "--oversubscribe", "--mca", "btl", "self,vader", "--mca", "pml",
-        "ob1", "-np", std::to_string(int(devices)), runner};
+    std::vector<std::string> args = mpiFileOptions();
+    args.insert(args.end(), {"--oversubscribe", "--mca", "btl", "self,vader",
+                             "--mca", "pml", "ob1", "-np",
+                             std::to_string(int(devices)), runner});
     args.insert(args.end(), runnerArgs.begin(), runnerArgs.end());
     rc = runProgram(launcher, args, timeoutSeconds, ArrayRef<StringRef>(env),
                     "", runName);
