@@ -90,6 +90,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -480,6 +481,30 @@ std::string temporaryRoot() {
   SmallString<128> root;
   llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, root);
   return std::string(root);
+}
+
+/// Two tp-run on one --work-dir would overwrite each other's model.so and
+/// outputs (one then reported "does not match the unsharded program"): the
+/// folder is locked (flock on its .tp-run.lock, held until tp-run exits),
+/// and a second tp-run names the first and stops.
+static void lockWorkFolder(StringRef work) {
+  std::string path = (work + "/.tp-run.lock").str();
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    die("cannot create '" + path + "': " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char holder[32] = {0};
+    ssize_t n = ::pread(fd, holder, sizeof(holder) - 1, 0);
+    std::string pid = n > 0 ? StringRef(holder, size_t(n)).trim().str() : "";
+    die("the work folder '" + work + "' is in use by another tp-run" +
+        (pid.empty() ? std::string() : " (pid " + pid + ")") +
+        ": give each run its own --work-dir");
+  }
+  std::string self = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, self.data(), self.size(), 0) != ssize_t(self.size()))
+    die("cannot write '" + path + "': " + std::strerror(errno));
+  // fd stays open (not inherited: O_CLOEXEC) and the lock with it.
 }
 
 /// mpirun's own files: its session folder (orte_tmpdir_base, else in
@@ -1017,6 +1042,7 @@ int main(int argc, char **argv) {
   if (::access(work.c_str(), W_OK | X_OK) != 0)
     die("cannot write in the work folder '" + work +
         "': " + std::strerror(errno));
+  lockWorkFolder(work);
 
   // 1. The model.
   std::string source;
