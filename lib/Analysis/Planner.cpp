@@ -356,8 +356,20 @@ PlanBuilder::reportInfeasible(const AssignmentProblem &problem,
   };
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
     if (auto pin = func.getArgAttrOfType<LayoutAttr>(
-            i, TPDialect::getLayoutAttrName()))
-      notePin(func.getLoc(), "argument #" + Twine(i), pin);
+            i, TPDialect::getLayoutAttrName())) {
+      // A parameter is read in the layout it is stored in (never resharded
+      // each step), and no op reads a pending sum as an operand.
+      bool partialParam =
+          pin.isPartial() && !options.reshardParams &&
+          func.getArgAttr(i, TPDialect::getParamAttrName()) != nullptr;
+      notePin(func.getLoc(),
+              "argument #" + Twine(i) +
+                  (partialParam ? " (a parameter, read in the layout it is "
+                                  "stored in, and no op reads a pending sum: "
+                                  "pin it whole or split instead)"
+                                : ""),
+              pin);
+    }
   for (unsigned i = 0; i < func.getNumResults(); ++i)
     if (auto pin = func.getResultAttrOfType<LayoutAttr>(
             i, TPDialect::getLayoutAttrName()))
