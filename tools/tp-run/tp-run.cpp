@@ -153,6 +153,12 @@ static cl::opt<int> timeoutSeconds(
     cl::desc("Seconds before a run (or a compile step) is stopped; 0: no "
              "limit"),
     cl::init(300), cl::cat(category));
+static cl::opt<int> peerTimeout(
+    "peer-timeout",
+    cl::desc("Seconds after which a rank whose peer on its host stopped "
+             "answering (SIGSTOP, a debugger) names it and ends the run "
+             "(tp-runner's heartbeat; 0: not watched)"),
+    cl::init(30), cl::cat(category));
 static cl::opt<std::string> checkpointFile(
     "checkpoint",
     cl::desc("Global tensors (a .safetensors file, a "
@@ -939,6 +945,9 @@ int main(int argc, char **argv) {
     die(llvm::formatv("--steps {0} must be from 1 to 1000000000", int(steps)));
   if (timeoutSeconds < 0)
     die(llvm::formatv("--timeout {0} must not be negative", int(timeoutSeconds)));
+  if (peerTimeout < 0 || peerTimeout > 1000000000)
+    die(llvm::formatv("--peer-timeout {0} must be from 0 to 1000000000",
+                      int(peerTimeout)));
   // Options whose default is a sentinel: a value given is checked, never
   // replaced by the default.
   for (cl::opt<double> *limit : {&tolerance, &referenceTolerance})
@@ -1226,7 +1235,9 @@ int main(int argc, char **argv) {
   // 3. Run on N ranks.
   std::string outN = dirN + "/outputs.bin";
   std::vector<std::string> runnerArgs = {dirN, "--output", outN, "--steps",
-                                         std::to_string(steps)};
+                                         std::to_string(steps),
+                                         "--peer-timeout",
+                                         std::to_string(int(peerTimeout))};
   llvm::append_range(runnerArgs, fileArgs);
   if (training) {
     runnerArgs.push_back("--loss-file");

@@ -4,6 +4,7 @@
 //                     [--timeout S] [--output FILE] [--warmup N]
 //                     [--steps N] [--print] [--checkpoint PATH]
 //                     [--require-all] [--reference PATH [--reference-tol R]]
+//                     [--peer-timeout S]
 //
 // Runs a model compiled to the ABI of docs/model-abi.md (MODEL_DIR/model.json
 // and MODEL_DIR/model.so) on one rank of a libtprt context:
@@ -43,7 +44,8 @@
 //
 // Fault injection, for tests only: TP_RUNNER_FAULT=crash:R makes rank R
 // abort() right before the first call of the entry, hang:R makes it sleep
-// until it is killed, perturb:R makes it change every f32/f64 value of its
+// until it is killed, stop:R stops it (SIGSTOP: every thread, as `kill -STOP`
+// would), perturb:R makes it change every f32/f64 value of its
 // inputs and params (x -> x * (1 + 2^-6) + 2^-6), so that a run differs
 // from the unsharded one by construction (docs/model-abi.md).
 //
@@ -59,6 +61,7 @@
 #include "Reference.h"
 #include "Sources.h"
 #include "Train.h"
+#include "Watchdog.h"
 
 #include "tprt/tprt.h"
 #include "tprt/tprt_model.h"
@@ -122,6 +125,9 @@ const char *const kUsage =
     "                  1e-5, 2e-2 for bf16 and f16 outputs)\n"
     "  --loss-file FILE  a training step (outputs with \"updates\"): rank 0\n"
     "                  writes each step's loss to FILE, one line a step\n"
+    "  --peer-timeout S  a rank of this host whose heartbeat is S seconds\n"
+    "                  old (stopped: SIGSTOP, a debugger) is named and the\n"
+    "                  run ended (default 30; 0: not watched)\n"
     "\n"
     "A model whose outputs update its arguments is a training step: each of\n"
     "the --warmup and --steps calls is one step, fed the previous step's\n"
@@ -137,8 +143,9 @@ const char *const kUsage =
     "On a GPU backend (nccl, cuda, cuda-shared) the buffers are device\n"
     "memory: filled on the host, copied in, outputs copied back (docs/gpu.md).\n"
     "\n"
-    "TP_RUNNER_FAULT=crash:R or hang:R (tests only): rank R aborts, or\n"
-    "sleeps until killed, right before the first call of the entry.\n";
+    "TP_RUNNER_FAULT=crash:R, hang:R or stop:R (tests only): rank R aborts,\n"
+    "sleeps until killed, or stops (SIGSTOP), right before the first call\n"
+    "of the entry.\n";
 
 struct Options {
   std::string dir;
@@ -156,13 +163,14 @@ struct Options {
   /// command line each rank gets (without --nproc and --timeout).
   long nproc = 0;
   long timeout = 0;
+  long peerTimeout = 30; // --peer-timeout S (Watchdog.h; 0: off)
   std::vector<std::string> rankArgs;
   std::string lossFile; // training steps (Train.h)
 };
 
 /// TP_RUNNER_FAULT: a fault injected into one rank, for tests.
 struct Fault {
-  enum class Kind { None, Crash, Hang, Perturb };
+  enum class Kind { None, Crash, Hang, Stop, Perturb };
   Kind kind = Kind::None;
   long rank = -1;
 };
@@ -221,6 +229,8 @@ Options parseOptions(int argc, char **argv) {
       options.steps = parseCount(arg, takeValue(), 1);
     } else if (arg == "--threads") {
       options.threads = parseCount(arg, takeValue(), 1);
+    } else if (arg == "--peer-timeout") {
+      options.peerTimeout = parseCount(arg, takeValue(), 0);
     } else if (arg == "--print") {
       if (hasValue)
         usageError("--print takes no value");
@@ -278,7 +288,7 @@ Options parseOptions(int argc, char **argv) {
   return options;
 }
 
-/// Reads TP_RUNNER_FAULT ("crash:R", "hang:R", "perturb:R"; unset or
+/// Reads TP_RUNNER_FAULT ("crash:R", "hang:R", "stop:R", "perturb:R"; unset or
 /// empty: none).
 bool parseFault(Fault &fault, std::string &error) {
   const char *text = std::getenv("TP_RUNNER_FAULT");
@@ -291,6 +301,8 @@ bool parseFault(Fault &fault, std::string &error) {
     fault.kind = Fault::Kind::Crash;
   else if (kind == "hang")
     fault.kind = Fault::Kind::Hang;
+  else if (kind == "stop")
+    fault.kind = Fault::Kind::Stop;
   else if (kind == "perturb")
     fault.kind = Fault::Kind::Perturb;
   char *end = nullptr;
@@ -301,7 +313,7 @@ bool parseFault(Fault &fault, std::string &error) {
   if (fault.kind == Fault::Kind::None || !*number || errno || *end ||
       fault.rank < 0) {
     error = "TP_RUNNER_FAULT is \"" + value +
-            "\", expected crash:RANK, hang:RANK or perturb:RANK";
+            "\", expected crash:RANK, hang:RANK, stop:RANK or perturb:RANK";
     return false;
   }
   return true;
@@ -374,6 +386,8 @@ private:
   std::map<std::vector<int>, tprt_group *> groups;
   /// Host or device memory (set right after tprt_init; Device.h).
   std::unique_ptr<DeviceMemory> memory;
+  /// Names a peer that stops answering (Watchdog.h).
+  Watchdog watchdog;
 
   std::string prefix() const {
     return size > 1 ? "tp-runner: rank " + std::to_string(rank) + ": "
@@ -497,19 +511,23 @@ private:
         fault.kind == Fault::Kind::Perturb || fault.rank != rank)
       return;
     bool crash = fault.kind == Fault::Kind::Crash;
+    bool stopped = fault.kind == Fault::Kind::Stop;
     std::fprintf(stderr,
                  "tp-runner: rank %d: injected %s (TP_RUNNER_FAULT)\n", rank,
-                 crash ? "crash" : "hang");
+                 crash ? "crash" : stopped ? "stop" : "hang");
     std::fflush(stderr);
     std::fflush(stdout);
     if (crash)
       std::abort();
+    if (stopped) // as `kill -STOP`: every thread, the heartbeat's too
+      raise(SIGSTOP);
     for (;;)
       pause();
   }
 
   /// Ends every rank the same way after a failure they all agreed on.
   [[noreturn]] void stop() {
+    watchdog.finish();
     tprt_finalize(ctx);
     std::exit(1);
   }
@@ -731,6 +749,12 @@ int Runner::run() {
                      topologyMessage(problem).c_str());
       stop();
     }
+  }
+  {
+    std::string error;
+    if (!watchdog.start(options.dir, rank, size, options.peerTimeout, error))
+      std::fprintf(stderr, "%swarning: %s; ranks that stop answering are "
+                           "not watched\n", prefix().c_str(), error.c_str());
   }
   coords.assign(model.axisSizes.size(), 0);
   for (size_t a = model.axisSizes.size(), rest = size_t(rank); a-- > 0;) {
@@ -1048,6 +1072,7 @@ int Runner::run() {
   groups.clear();
   for (void *pointer : pointers)
     check(tprt_free(ctx, pointer), "tprt_free");
+  watchdog.finish();
   // The library stays loaded: its code may still be referenced (atexit
   // handlers, the runtime's cached function pointers).
   check(tprt_finalize(ctx), "tprt_finalize");
