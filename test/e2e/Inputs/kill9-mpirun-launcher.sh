@@ -18,7 +18,7 @@ while [ $i -lt 600 ]; do
   sleep 0.1
   i=$((i + 1))
 done
-echo "killing mpirun"
-kill -9 $pid
+echo "killing mpirun (SIG${KILL_SIGNAL:-KILL})"
+kill -${KILL_SIGNAL:-9} $pid
 wait $pid
 exit 137
