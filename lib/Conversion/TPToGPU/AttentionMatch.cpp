@@ -11,7 +11,10 @@
 //   E  = exp(X - M)              one generic, or a sub then an exp
 //   M  = max_j X                 row reduction (extra outputs unused: argmax)
 //   X  = f_k(...f_1(C, side...)) elementwise generics on the scores: scale,
-//                                masks (tensors or linalg.index compares)
+//                                masks (tensors or linalg.index compares);
+//                                past a view of another shape only ops of
+//                                the scores' values alone (casts: bf16's
+//                                truncated [b*h, s, s] product)
 //   C  = contract_d(Q, K)        a view of C feeds f_1
 //
 // "Views" are collapse_shape, expand_shape, static unit-stride
@@ -36,6 +39,11 @@
 // holds, with only -inf-preserving ops after it, bounds the keys
 // each row sees: c j + R(o) <pred> 0 with c = +-1 gives lo <= j or j < hi
 // (a conjunction gives both: a sliding window). The kernels skip the rest.
+//
+// Grouped-query heads: a row dimension K and V read only in blocks of g
+// values (h floordiv g after repeat_kv) is split into the block and the
+// position in it (kvGroups, rowParts), so that the g query heads of a KV
+// head share the kernels' K and V tiles.
 //
 // Once the product is known to contract a softmax over its keys (P = E / S
 // with S the row sum of E), every failure says which step did not match
