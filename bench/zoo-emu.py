@@ -193,6 +193,8 @@ def table(rows, markdown):
         attention = r["attention"]
         if r["remarks"]:
             attention += " (" + "; ".join(r["remarks"]) + ")"
+        elif attention == "unfused":
+            attention = "none (no softmax attention matched)"
         lines.append([r["name"], r["source"], fmt(r["kernels"], "%d"),
                       attention,
                       "-" if r["err"] is None else "%.1e (%.0e)" % (r["err"], r["limit"]),
