@@ -36,6 +36,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/Alignment.h"
 #include "common/HostGemm.h"
 
 #include <cublasLt.h>
@@ -96,14 +97,6 @@ struct Preference {
 /// The emulated algorithm's vector width: the least alignment it takes.
 constexpr uint32_t kAlgoVectorBytes = 16;
 
-/// The largest power of two dividing `p`'s address, at most 256.
-uint32_t alignmentOf(const void *p) {
-  uintptr_t address = reinterpret_cast<uintptr_t>(p);
-  uint32_t align = 1;
-  while (align < 256 && !(address & align))
-    align <<= 1;
-  return address ? align : 256;
-}
 
 cublasStatus_t complain(cublasStatus_t status, const std::string &what) {
   std::fprintf(stderr, "tprt emulator: %s\n", what.c_str());
@@ -472,7 +465,7 @@ MOCK_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   *returned = 0;
   auto *matmul = reinterpret_cast<MatmulDesc *>(desc);
   uint32_t biasAlignment = (matmul->epilogue & CUBLASLT_EPILOGUE_BIAS)
-                               ? alignmentOf(matmul->bias)
+                               ? tprt::pointerAlignment(matmul->bias)
                                : 256;
   for (int i = 0; i < 5; ++i) {
     uint32_t align = i < 4 ? p->minAlignment[i] : biasAlignment;
@@ -532,7 +525,7 @@ MOCK_EXPORT cublasStatus_t cublasLtMatmul(
   for (int i = 0; i < 4; ++i) {
     if (i == 2 && betaValueIsZero(types, beta))
       continue; // C is not read
-    uint32_t align = alignmentOf(operands[i]);
+    uint32_t align = tprt::pointerAlignment(operands[i]);
     if (align < algo->data[2 + i])
       return complain(CUBLAS_STATUS_NOT_SUPPORTED,
                       prefix + "operand " + "ABCD"[i] + " is " +

@@ -198,21 +198,23 @@ int main() {
   // An algorithm that is not the heuristic's.
   std::memset(&p.algo.algo, 0, sizeof(p.algo.algo));
   report("algorithm", p.run(reinterpret_cast<const void *>(p.c), p.algo.workspaceSize));
-  // Alignment (MIN_ALIGNMENT_*_BYTES, default 256). Told that A is 4-byte
-  // aligned, the heuristic finds no algorithm (the emulated one loads
-  // 16-byte vectors).
-  uint32_t four = 4, promise = 256, sixtyFour = 64;
-  cublasLtMatmulPreferenceSetAttribute(
-      p.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &four, sizeof(four));
+  // Alignment (MIN_ALIGNMENT_*_BYTES, default 256): the heuristic told
+  // that A is `bytes`-byte aligned.
   int returned = -1;
-  report("4-byte A: heuristic",
-         cublasLtMatmulAlgoGetHeuristic(p.lt, p.desc, p.la, p.lb, p.lc, p.ld,
-                                        p.pref, 1, &p.algo, &returned));
+  auto promise = [&](uint32_t bytes) {
+    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(
+        p.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &bytes,
+        sizeof(bytes));
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return s;
+    return cublasLtMatmulAlgoGetHeuristic(p.lt, p.desc, p.la, p.lb, p.lc, p.ld,
+                                          p.pref, 1, &p.algo, &returned);
+  };
+  // At 4 bytes it finds no algorithm (the emulated one loads 16-byte
+  // vectors); 3 is not a power of two.
+  report("4-byte A: heuristic", promise(4));
   expect(returned == 0, "4-byte A: no algorithm returned");
-  uint32_t three = 3;
-  report("alignment 3", cublasLtMatmulPreferenceSetAttribute(
-                            p.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                            &three, sizeof(three)));
+  report("alignment 3", promise(3));
   // Chosen for the default 256 bytes, the algorithm refuses A at 64 bytes
   // past a 256-byte boundary (what a view gets from a runtime that leaves
   // the default); chosen for 64, it runs.
@@ -220,19 +222,11 @@ int main() {
   cuMemAlloc(&shifted, 4096);
   cuMemcpyHtoDAsync(shifted + 64, p.hb.data(), p.hb.size() * sizeof(float),
                     nullptr);
-  cublasLtMatmulPreferenceSetAttribute(
-      p.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &promise,
-      sizeof(promise));
-  cublasLtMatmulAlgoGetHeuristic(p.lt, p.desc, p.la, p.lb, p.lc, p.ld, p.pref,
-                                 1, &p.algo, &returned);
+  promise(256);
   report("64-byte A chosen for 256",
          p.run(reinterpret_cast<const void *>(p.c), p.algo.workspaceSize,
                shifted + 64));
-  cublasLtMatmulPreferenceSetAttribute(
-      p.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &sixtyFour,
-      sizeof(sixtyFour));
-  cublasLtMatmulAlgoGetHeuristic(p.lt, p.desc, p.la, p.lb, p.lc, p.ld, p.pref,
-                                 1, &p.algo, &returned);
+  promise(64);
   report("64-byte A chosen for 64",
          p.run(reinterpret_cast<const void *>(p.c), p.algo.workspaceSize,
                shifted + 64));

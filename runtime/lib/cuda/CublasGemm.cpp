@@ -7,6 +7,7 @@
 #include "CublasGemm.h"
 
 #include "CudaDevice.h"
+#include "common/Alignment.h"
 #include "common/DType.h"
 #include "common/Error.h"
 
@@ -305,16 +306,6 @@ struct LtDescriptors {
   }
 };
 
-/// The largest power of two dividing `p`'s address, at most 256 (the
-/// default of cuBLASLt's MIN_ALIGNMENT preferences); 256 for null.
-uint32_t alignmentOf(const void *p) {
-  uintptr_t address = reinterpret_cast<uintptr_t>(p);
-  uint32_t align = 1;
-  while (align < 256 && !(address & align))
-    align <<= 1;
-  return address ? align : 256;
-}
-
 cublasLtEpilogue_t ltEpilogue(bool bias, int activation) {
   switch (activation) {
   case TPRT_ACTIVATION_RELU:
@@ -385,13 +376,14 @@ tprt_status Cublas::gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
           uint64_t(m), addend ? ldAddend : ldc);
 
   // Lt's A is our B, its B our A, its C the addend (or C), its D our C.
-  uint32_t alignments[4] = {alignmentOf(b), alignmentOf(a),
-                            alignmentOf(addend ? addend : c), alignmentOf(c)};
+  uint32_t alignments[4] = {pointerAlignment(b), pointerAlignment(a),
+                            pointerAlignment(addend ? addend : c),
+                            pointerAlignment(c)};
   AlgoKey key{int(dtype),    transA,        transB,        m,
               n,             k,             lda,           ldb,
               ldc,           addend ? ldAddend : 0,        int(epilogue),
               addend != nullptr,            alignments[0], alignments[1],
-              alignments[2], alignments[3], alignmentOf(bias)};
+              alignments[2], alignments[3], pointerAlignment(bias)};
   auto fallBack = [&] {
     ++fallbacks;
     return gemmEpilogueFallback(dtype, transA, transB, m, n, k, a, lda, b, ldb,
