@@ -5,7 +5,8 @@ DIR [--build BUILD] [--tiny-only]` (docs/gpu.md, "The GPU check").
 It compiles, with the build's tp-run, every model of gpu_check.MODELS,
 gpu_check.LAYER_MODELS and gpu_check.ATTENTION_MODELS (in a --tiny-only
 bundle only their `tiny` tp degrees; a model of attention alone from the
-MLIR attention_mlir writes) for the GPU (`--backend cuda --compile-only`),
+MLIR attention_mlir writes, a masked one from utils/masked_attention.py)
+for the GPU (`--backend cuda --compile-only`),
 the CPU tp=1 outputs of those checked against a reference, the 7B layer's
 GPU cost reports and one GEMM model per GEMM call they list (a shared-A
 call as one of as many products); copies the
@@ -24,11 +25,17 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 from gpu_check import (ATTENTION_MODELS, BENCH_SCRIPTS, GZIP_OVER, LAYER,
                        LAYER_MODELS, LIMIT_MIB, MODELS, die, gemm_name,
                        gemm_shapes)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "utils"))
+from masked_attention import masked_attention_mlir  # noqa: E402
+
 
 def gemm_mlir(b, m, n, k, products=1):
     """A bf16 [b x] m x k times k x n product, the weight a tp.param; with
@@ -55,7 +62,8 @@ def gemm_mlir(b, m, n, k, products=1):
         ", ".join([tc] * products))
 
 
-def attention_mlir(heads, seq, dim, dtype="bf16", batch=1):
+def attention_mlir(heads, seq, dim, dtype="bf16", batch=1, window=None,
+                   fill="-inf"):
     """Causal attention alone, spelled as tp-gen's Llama layer spells it
     (tp-gen --preset llama2-7b --dtype bf16: the score product as a
     linalg.generic over [b, s, h, d] operands, the scale and the causal
@@ -65,7 +73,10 @@ def attention_mlir(heads, seq, dim, dtype="bf16", batch=1):
     bf16 and head dimensions that are multiples of 16). Q, K and V are
     inputs [batch, seq, heads, dim] drawn from normal(0, 1); the result is
     [batch, seq, heads, dim], the layout the layer's output projection
-    reads."""
+    reads. With `window`, a sliding window of that many keys (i - window
+    < j <= i); fill "min" masks with f32's lowest finite float (Hugging
+    Face's and JAX's finfo.min) instead of -inf: the spelling in which the
+    tensor-core kernel gave NaN (issue 39, test/e2e/run-cuda-emu-masks.test)."""
     qkv = "tensor<%dx%dx%dx%dx%s>" % (batch, seq, heads, dim, dtype)
     s16 = "tensor<%dx%dx%dx%dx%s>" % (batch, heads, seq, seq, dtype)
     s32 = "tensor<%dx%dx%dx%dxf32>" % (batch, heads, seq, seq)
@@ -95,11 +106,11 @@ func.func @attention(%%q: %(qkv)s %(iq)s, %%k: %(qkv)s %(ik)s, %%v: %(qkv)s %(iv
     %%w = arith.extf %%a : %(t)s to f32
     %%i = linalg.index 2 : index
     %%j = linalg.index 3 : index
-    %%future = arith.cmpi ugt, %%j, %%i : index
+    %%future = arith.cmpi ugt, %%j, %%i : index%(window)s
     %%scale = arith.constant %(scale)s : f32
     %%x = arith.mulf %%w, %%scale : f32
-    %%ninf = arith.constant 0xFF800000 : f32
-    %%y = arith.select %%future, %%ninf, %%x : f32
+    %%ninf = arith.constant %(fill)s : f32
+    %%y = arith.select %(hide)s, %%ninf, %%x : f32
     linalg.yield %%y : f32
   } -> %(s32)s
   %%ninf = arith.constant 0xFF800000 : f32
@@ -143,7 +154,14 @@ func.func @attention(%%q: %(qkv)s %(iq)s, %%k: %(qkv)s %(ik)s, %%v: %(qkv)s %(iv
   return %%out : %(qkv)s
 }
 """ % dict(qkv=qkv, s16=s16, s32=s32, row=row, t=dtype, scale=scale,
-           iq=init(11), ik=init(12), iv=init(13))
+           iq=init(11), ik=init(12), iv=init(13),
+           fill="-3.40282347E+38" if fill == "min" else "0xFF800000",
+           hide="%hide" if window else "%future",
+           window=("""
+    %%w_keys = arith.constant %d : index
+    %%j_end = arith.addi %%j, %%w_keys : index
+    %%before = arith.cmpi ule, %%j_end, %%i : index
+    %%hide = arith.ori %%future, %%before : i1""" % window) if window else "")
 
 
 SYSTEM_LIBS = ("libc.so", "libm.so", "libdl.so", "librt.so", "libpthread.so",
@@ -313,6 +331,12 @@ def prepare(args):
     def model_args(model):
         """tp-run's model arguments: the model's, or the file of a model
         that is attention alone (written here)."""
+        if model.masks:
+            src = os.path.join(work, model.name + ".mlir")
+            if not os.path.exists(src):
+                with open(src, "w") as f:
+                    f.write(masked_attention_mlir(model.masks))
+            return [src] + model.args
         if not model.attention:
             return model.args
         src = os.path.join(work, "attention-%dx%dx%d.mlir" % model.attention)

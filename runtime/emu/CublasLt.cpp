@@ -18,6 +18,17 @@
 // the runtime passes; others are not emulated). A failure prints
 // "tprt emulator: <call>: <why>" to stderr.
 //
+// Alignment, as cuBLASLt treats it: the preference's
+// CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES (default 256) is what
+// the heuristic may assume of the pointers, and the algorithm it returns is
+// entitled to that alignment: cublasLtMatmul refuses (NOT_SUPPORTED) an
+// operand less aligned than the heuristic was told (what a view at 64 bytes
+// gets from a runtime that leaves the default 256). The emulated algorithm
+// is a 16-byte vectorised kernel: below 16 bytes for any of A, B, C, D or
+// the bias pointer the heuristic finds no algorithm (NOT_SUPPORTED, none
+// returned). The real library may still find a slower algorithm there; a
+// caller must work either way, and CI then sees its fallback taken.
+//
 // cuBLASLt is column-major: D (rows x cols) = op(A) op(B) is the row-major
 // D^T = op(B)^T op(A)^T, so the product runs as hostGemmEpilogue(op(B),
 // op(A)) with the dimensions swapped; the bias (one value per row of D) is
@@ -25,6 +36,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/Alignment.h"
 #include "common/HostGemm.h"
 
 #include <cublasLt.h>
@@ -78,7 +90,13 @@ struct Preference {
   uint64_t magic = kMagicPref;
   uint64_t maxWorkspace = 0;
   uint32_t reductionMask = CUBLASLT_REDUCTION_SCHEME_MASK;
+  /// MIN_ALIGNMENT_{A,B,C,D}_BYTES.
+  uint32_t minAlignment[4] = {256, 256, 256, 256};
 };
+
+/// The emulated algorithm's vector width: the least alignment it takes.
+constexpr uint32_t kAlgoVectorBytes = 16;
+
 
 cublasStatus_t complain(cublasStatus_t status, const std::string &what) {
   std::fprintf(stderr, "tprt emulator: %s\n", what.c_str());
@@ -236,6 +254,14 @@ cublasStatus_t hostOperand(const char *name, const void *p, const Layout *l,
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/// Whether beta (host scalar of the matmul's scale type) is 0.
+bool betaValueIsZero(const Types &types, const void *beta) {
+  if (!beta)
+    return false;
+  return types.doubleScalars ? *static_cast<const double *>(beta) == 0.0
+                             : *static_cast<const float *>(beta) == 0.0f;
+}
+
 } // namespace
 
 MOCK_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
@@ -386,6 +412,23 @@ MOCK_EXPORT cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
                       std::string(call) + ": unknown reduction schemes in "
                                           "the mask");
     return CUBLAS_STATUS_SUCCESS;
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: {
+    int i = attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES;
+    uint32_t value;
+    if (cublasStatus_t s = readAttribute(call, "MIN_ALIGNMENT", buf, size,
+                                         value))
+      return s;
+    if (!value || (value & (value - 1)))
+      return complain(CUBLAS_STATUS_INVALID_VALUE,
+                      std::string(call) + ": MIN_ALIGNMENT_" + "ABCD"[i] +
+                          "_BYTES " + std::to_string(value) +
+                          " is not a power of two");
+    p->minAlignment[i] = value;
+    return CUBLAS_STATUS_SUCCESS;
+  }
   default:
     return complain(CUBLAS_STATUS_NOT_SUPPORTED,
                     std::string(call) + ": attribute " +
@@ -418,10 +461,31 @@ MOCK_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
           reinterpret_cast<Layout *>(cdesc), reinterpret_cast<Layout *>(ddesc),
           types))
     return s;
-  // One algorithm: it asks for some workspace when the preference allows
-  // it (as split-K ones do), none otherwise.
+  // One algorithm, 16-byte vectorised: none for less aligned operands.
+  *returned = 0;
+  auto *matmul = reinterpret_cast<MatmulDesc *>(desc);
+  uint32_t biasAlignment = (matmul->epilogue & CUBLASLT_EPILOGUE_BIAS)
+                               ? tprt::pointerAlignment(matmul->bias)
+                               : 256;
+  for (int i = 0; i < 5; ++i) {
+    uint32_t align = i < 4 ? p->minAlignment[i] : biasAlignment;
+    if (align < kAlgoVectorBytes)
+      return complain(CUBLAS_STATUS_NOT_SUPPORTED,
+                      std::string(call) + ": no algorithm for " +
+                          (i < 4 ? std::string(1, "ABCD"[i])
+                                 : std::string("the bias")) +
+                          " aligned to " + std::to_string(align) +
+                          " bytes (the emulated algorithm loads " +
+                          std::to_string(kAlgoVectorBytes) +
+                          "-byte vectors)");
+  }
+  // It asks for some workspace when the preference allows it (as split-K
+  // ones do), none otherwise, and is entitled to the alignments the
+  // preference promised.
   std::memset(results, 0, sizeof(results[0]));
   results[0].algo.data[0] = kMagicAlgo;
+  for (int i = 0; i < 4; ++i)
+    results[0].algo.data[2 + i] = p->minAlignment[i];
   results[0].workspaceSize =
       p->maxWorkspace < kAlgoWorkspace ? 0 : kAlgoWorkspace;
   results[0].algo.data[1] = results[0].workspaceSize;
@@ -457,6 +521,20 @@ MOCK_EXPORT cublasStatus_t cublasLtMatmul(
                     prefix + "the algorithm is not one of "
                              "cublasLtMatmulAlgoGetHeuristic (the emulator "
                              "runs no other)");
+  const void *operands[4] = {A, B, C, D};
+  for (int i = 0; i < 4; ++i) {
+    if (i == 2 && betaValueIsZero(types, beta))
+      continue; // C is not read
+    uint32_t align = tprt::pointerAlignment(operands[i]);
+    if (align < algo->data[2 + i])
+      return complain(CUBLAS_STATUS_NOT_SUPPORTED,
+                      prefix + "operand " + "ABCD"[i] + " is " +
+                          std::to_string(align) +
+                          "-byte aligned; the algorithm was chosen for " +
+                          std::to_string(algo->data[2 + i]) +
+                          " bytes (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_" +
+                          "ABCD"[i] + "_BYTES)");
+  }
   uint64_t needed = algo->data[1];
   if (workspaceSize < needed)
     return complain(CUBLAS_STATUS_INVALID_VALUE,

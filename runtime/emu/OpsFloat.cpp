@@ -144,6 +144,16 @@ template <class T, class Op> void arith2x2(Warp &w, const Inst &in, uint32_t m) 
     d[l] = r;
   });
 }
+/// neg and abs on packed pairs: PTX ISA "neg" and "abs" on .f16x2 and
+/// .bf16x2 flip and clear each half's sign bit (NaN payloads kept).
+template <bool Negate> void sign2x2(Warp &w, const Inst &in, uint32_t m) {
+  uint64_t *d = w.reg(in.d[0]);
+  const uint64_t *a = w.reg(in.s[0]);
+  forLanes(m, [&](int l) {
+    uint32_t x = uint32_t(a[l]);
+    d[l] = Negate ? (x ^ 0x80008000u) : (x & 0x7fff7fffu);
+  });
+}
 template <class T> void fma3x2(Warp &w, const Inst &in, uint32_t m) {
   uint64_t *d = w.reg(in.d[0]);
   const uint64_t *a = w.reg(in.s[0]), *b = w.reg(in.s[1]), *c = w.reg(in.s[2]);
@@ -412,6 +422,8 @@ bool tprt::emu::decodeFloat(const Statement &st, Inst &inst, DecodeContext &ctx,
     if (op == "sub") return done(bf ? arith2x2<BFloat, SubOp> : arith2x2<Half, SubOp>, 2);
     if (op == "mul") return done(bf ? arith2x2<BFloat, MulOp> : arith2x2<Half, MulOp>, 2);
     if (op == "fma") return done(bf ? fma3x2<BFloat> : fma3x2<Half>, 3);
+    if (op == "neg") return done(sign2x2<true>, 1);
+    if (op == "abs") return done(sign2x2<false>, 1);
     error = opcodeText(st) + " is not supported by the emulator";
     return false;
   }

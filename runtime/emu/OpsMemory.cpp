@@ -12,7 +12,10 @@
 //  - generic: whichever of the above the address falls in (shared and
 //    local windows are host memory too, so `cvta` is address arithmetic).
 // An access must also be aligned to its size (a vector access to the
-// vector's size), as on the hardware ("misaligned address").
+// vector's size; cp.async's global source and shared destination to its
+// cp-size; each ldmatrix row address to 16 bytes), as the PTX ISA's
+// "Addresses as Operands" requires and the hardware enforces ("misaligned
+// address").
 //
 // cp.async copies are read when issued and written when waited for
 // (cp.async.wait_group / wait_all), so a kernel that reads shared memory
@@ -317,8 +320,12 @@ void cpAsync(Warp &w, const Inst &in, uint32_t m) {
     copy.sharedOffset = shared;
     copy.data.assign(size, 0);
     if (valid) {
+      // PTX ISA, cp.async: "Supported alignment requirements ... for
+      // operand src and dst are described in Addresses as Operands": both
+      // naturally aligned to cp-size (src-size shortens the read, not the
+      // alignment).
       uint8_t *q = access(w, in, l, Space::Global, src[l] + uint64_t(in.target),
-                          size_t(valid), 1, false);
+                          size_t(valid), size, false);
       std::memcpy(copy.data.data(), q, size_t(valid));
     }
     copy.group = ~0u; // not committed yet
@@ -589,9 +596,17 @@ bool tprt::emu::decodeMemory(const Statement &st, Inst &inst, DecodeContext &ctx
       error = "cp.async takes [dst], [src], size[, src-size]";
       return false;
     }
+    // PTX ISA, cp.async: cp-size is 4, 8 or 16, and .cg takes 16 only (its
+    // syntax spells the operand `16`); ptxas refuses anything else.
     unsigned size = unsigned(st.operands[2].bits);
     if (size != 4 && size != 8 && size != 16) {
-      error = "cp.async of " + std::to_string(size) + " bytes";
+      error = opcodeText(st) + " of " + std::to_string(size) +
+              " bytes: cp-size is 4, 8 or 16";
+      return false;
+    }
+    if (hasModifier(st, "cg") && size != 16) {
+      error = opcodeText(st) + " of " + std::to_string(size) +
+              " bytes: .cg copies 16 bytes only";
       return false;
     }
     inst.bytes = uint8_t(size);

@@ -981,6 +981,11 @@ int32_t KernelScope::registerOf(const Operand &operand, Type type,
     return constant(bits);
   }
   case Operand::Kind::Symbol: {
+    // A register declared without a `%` (libdevice's f64 code: `{ .reg .b32
+    // tmp; mov.b64 {tmp, %r3}, %rd9; }`), innermost scope first.
+    if (operand.offset == 0)
+      if (int32_t reg = lookup(operand.name); reg >= 0)
+        return reg;
     std::string key = operand.name + "+" + std::to_string(operand.offset);
     auto it = symbols.find(key);
     if (it != symbols.end())

@@ -303,7 +303,8 @@ private:
                        bool interleaved);
   void testSharedAGemmErrors();
   void testGemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
-                        int activation, bool withBias, int addend);
+                        int activation, bool withBias, int addend,
+                        int shift = 0);
   void testGemmEpilogueErrors();
   void testTopology();
   void testMemcpy();
@@ -1116,10 +1117,14 @@ void Suite::testSharedAGemmErrors() {
 }
 
 void Suite::testGemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
-                             int activation, bool withBias, int addend) {
+                             int activation, bool withBias, int addend,
+                             int shift) {
   // C (5x4) = act(op(A) op(B) + addend + bias) with padded rows, against
   // the formula in double. Inputs are multiples of 1/4 (exact in every
-  // dtype) in about [-1.5, 1.5], so the activations see both signs.
+  // dtype) in about [-1.5, 1.5], so the activations see both signs. With
+  // `shift`, every operand is a view `shift` elements into its buffer
+  // (aligned to the element size only: on GPU backends cuBLASLt may find no
+  // algorithm, and the runtime's fallback runs it).
   const int64_t m = 5, n = 4, k = 3;
   int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
   int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
@@ -1143,24 +1148,36 @@ void Suite::testGemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
   std::string what = std::string("gemm epilogue ") + name(dtype) +
                      (transA ? " A^T" : " A") + (transB ? " B^T" : " B") +
                      " " + acts[activation] + (withBias ? " +bias" : "") +
-                     (addend == 1 ? " +addend" : addend == 2 ? " +C" : "");
-  Buffer da(ctx, a), db(ctx, b), dc(ctx, c), dadd(ctx, add), dbias(ctx, bias);
-  const void *addendPointer = addend == 1   ? dadd.data()
-                              : addend == 2 ? dc.data()
+                     (addend == 1 ? " +addend" : addend == 2 ? " +C" : "") +
+                     (shift ? " at element offset " + std::to_string(shift)
+                            : std::string());
+  size_t offset = size_t(shift) * es;
+  auto shifted = [&](const std::vector<char> &v) {
+    std::vector<char> out(offset, 0);
+    out.insert(out.end(), v.begin(), v.end());
+    return out;
+  };
+  Buffer da(ctx, shifted(a)), db(ctx, shifted(b)), dc(ctx, shifted(c)),
+      dadd(ctx, shifted(add)), dbias(ctx, shifted(bias));
+  auto at = [&](Buffer &buffer) {
+    return static_cast<char *>(buffer.data()) + offset;
+  };
+  const void *addendPointer = addend == 1   ? at(dadd)
+                              : addend == 2 ? at(dc)
                                             : nullptr;
   tprt_stats before = {}, after = {};
   tprt_stats_get(ctx, &before);
   tprt_status status = tprt_gemm_epilogue(
-      ctx, dtype, transA, transB, m, n, k, da.data(), lda, db.data(), ldb,
-      addendPointer, ldAddend, withBias ? dbias.data() : nullptr, activation,
-      dc.data(), ldc, nullptr);
+      ctx, dtype, transA, transB, m, n, k, at(da), lda, at(db), ldb,
+      addendPointer, ldAddend, withBias ? at(dbias) : nullptr, activation,
+      at(dc), ldc, nullptr);
   if (status != TPRT_OK)
     return check(false, what, tprt_last_error());
   tprt_stats_get(ctx, &after);
   check(after.gemm_calls == before.gemm_calls + 1 &&
             after.gemm_flops == before.gemm_flops + 2.0 * m * n * k,
         what + " counts one GEMM");
-  const char *out = dc.host();
+  const char *out = dc.host() + offset;
   double tolerance = isHalf(dtype) ? 2 * relativeTolerance(dtype) : 1e-6;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < ldc; ++j) {
@@ -1407,6 +1424,17 @@ void Suite::run() {
     testGemmEpilogue(TPRT_F16, true, false, TPRT_ACTIVATION_GELU_TANH, true,
                      1);
     testGemmEpilogue(TPRT_F64, false, true, TPRT_ACTIVATION_RELU, true, 1);
+    // Views one element into their buffers (test/runtime/
+    // cublaslt-fallback.test: on the emulator cuBLASLt has no algorithm for
+    // them and the runtime's fallback runs).
+    testGemmEpilogue(TPRT_F32, false, true, TPRT_ACTIVATION_GELU_TANH, true, 1,
+                     1);
+    testGemmEpilogue(TPRT_BF16, false, true, TPRT_ACTIVATION_GELU_TANH, true,
+                     1, 1);
+    testGemmEpilogue(TPRT_F16, true, false, TPRT_ACTIVATION_RELU, true, 2, 1);
+    testGemmEpilogue(TPRT_BF16, true, true, TPRT_ACTIVATION_NONE, false, 2, 1);
+    testGemmEpilogue(TPRT_F64, false, false, TPRT_ACTIVATION_GELU_TANH, true,
+                     1, 1);
   }
   // Argument errors are caught before any product runs.
   testGemmErrors();

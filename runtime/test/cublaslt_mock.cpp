@@ -5,7 +5,8 @@
 // (runtime/emu/CublasLt.cpp) on the emulated driver's device memory: one
 // good matmul with a GELU_BIAS epilogue and an addend (checked against the
 // formula), then one bad argument per call, each of which must fail with
-// cuBLASLt's status and a "tprt emulator: <call>: <why>" line on stderr.
+// cuBLASLt's status and a "tprt emulator: <call>: <why>" line on stderr;
+// then the alignment the heuristic is told against the pointers given.
 // Prints "<case>: status <n>" per case.
 //
 //===----------------------------------------------------------------------===//
@@ -94,9 +95,11 @@ struct Problem {
     expect(s == CUBLAS_STATUS_SUCCESS && returned == 1, "heuristic");
   }
 
-  cublasStatus_t run(const void *cPointer, size_t workspaceSize) {
+  cublasStatus_t run(const void *cPointer, size_t workspaceSize,
+                     CUdeviceptr ltA = 0) {
     float alpha = 1, beta = 1;
-    return cublasLtMatmul(lt, desc, &alpha, reinterpret_cast<void *>(b), la,
+    return cublasLtMatmul(lt, desc, &alpha,
+                          reinterpret_cast<void *>(ltA ? ltA : b), la,
                           reinterpret_cast<void *>(a), lb, &beta,
                           cPointer, lc,
                           reinterpret_cast<void *>(d), ld, &algo.algo,
@@ -195,6 +198,38 @@ int main() {
   // An algorithm that is not the heuristic's.
   std::memset(&p.algo.algo, 0, sizeof(p.algo.algo));
   report("algorithm", p.run(reinterpret_cast<const void *>(p.c), p.algo.workspaceSize));
+  // Alignment (MIN_ALIGNMENT_*_BYTES, default 256): the heuristic told
+  // that A is `bytes`-byte aligned.
+  int returned = -1;
+  auto promise = [&](uint32_t bytes) {
+    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(
+        p.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &bytes,
+        sizeof(bytes));
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return s;
+    return cublasLtMatmulAlgoGetHeuristic(p.lt, p.desc, p.la, p.lb, p.lc, p.ld,
+                                          p.pref, 1, &p.algo, &returned);
+  };
+  // At 4 bytes it finds no algorithm (the emulated one loads 16-byte
+  // vectors); 3 is not a power of two.
+  report("4-byte A: heuristic", promise(4));
+  expect(returned == 0, "4-byte A: no algorithm returned");
+  report("alignment 3", promise(3));
+  // Chosen for the default 256 bytes, the algorithm refuses A at 64 bytes
+  // past a 256-byte boundary (what a view gets from a runtime that leaves
+  // the default); chosen for 64, it runs.
+  CUdeviceptr shifted = 0;
+  cuMemAlloc(&shifted, 4096);
+  cuMemcpyHtoDAsync(shifted + 64, p.hb.data(), p.hb.size() * sizeof(float),
+                    nullptr);
+  promise(256);
+  report("64-byte A chosen for 256",
+         p.run(reinterpret_cast<const void *>(p.c), p.algo.workspaceSize,
+               shifted + 64));
+  promise(64);
+  report("64-byte A chosen for 64",
+         p.run(reinterpret_cast<const void *>(p.c), p.algo.workspaceSize,
+               shifted + 64));
   std::printf("cublaslt-mock: %d failed\n", failures);
   return failures ? 1 : 0;
 }

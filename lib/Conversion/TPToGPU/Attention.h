@@ -73,6 +73,10 @@ struct Match {
   SmallVector<ChainOp> chain;
   SetVector<Operation *> fused; // ops that die with the replacement
   KeyRange range;
+  /// Per O dimension: K and V read it in blocks of this many consecutive
+  /// values (grouped-query heads: the KV head is h floordiv g), 1 where not
+  /// (rowParts).
+  SmallVector<int64_t> kvGroup;
 };
 
 /// Matches the attention whose product with V is `pv`. Success: a match.
@@ -89,9 +93,25 @@ bool isCandidate(linalg::LinalgOp op);
 int64_t valueDim(const Match &m);
 /// O's rows: every index of O but the value column.
 int64_t rowCount(const Match &m);
-/// O's rows split as the kernels launch them: the product of the dimensions
-/// K depends on (batch, kv head: the grid's heads) and of the others but
-/// the value column (the queries). Their product is rowCount.
+/// One part of O's row index as the kernels enumerate rows: dimension `dim`
+/// gets `value * stride` from it (value in [0, extent)). `outer`: a part K
+/// and V depend on (the grid's heads), else a query part.
+struct RowPart {
+  unsigned dim;
+  int64_t extent, stride;
+  bool outer;
+};
+/// O's row dimensions, slowest first: the parts K and V depend on (batch,
+/// kv head), then the others but the value column (the queries). A
+/// dimension K and V read only in blocks of g consecutive values (kvGroup:
+/// grouped-query heads after torch-mlir's repeat_kv, K's head h floordiv
+/// g) is two parts, its block (outer, stride g) and the position in it
+/// (inner, the slowest of the queries), so that the g query heads of one KV
+/// head are rows of one grid head and share its K and V tiles.
+SmallVector<RowPart> rowParts(const Match &m);
+/// O's rows split as the kernels launch them: the product of the outer
+/// parts (the grid's heads) and of the inner ones (the queries). Their
+/// product is rowCount.
 std::pair<int64_t, int64_t> headsAndQueries(const Match &m);
 /// The attention flops over the keys the range keeps: 2 (d + e) per kept
 /// (row, key) pair (the Q.K and the P.V products), counted exactly.
@@ -141,12 +161,9 @@ public:
   /// index values.
   std::pair<Value, Value> keyBounds(OpBuilder &b, Location loc,
                                     ArrayRef<Value> dims);
-  /// The O dimensions K depends on (batch, kv head: `outer`, slowest
-  /// first) and the others but the value column (the queries: `inner`).
-  void splitRows(SmallVectorImpl<unsigned> &outer,
-                 SmallVectorImpl<unsigned> &inner) const;
   /// Row `row` of O to its indices (the value column, j and d left null):
-  /// outer dimensions vary slowest, so that neighbouring rows share keys.
+  /// rowParts' order, outer parts slowest, so that neighbouring rows share
+  /// keys.
   SmallVector<Value> rowDims(OpBuilder &b, Location loc, Value row);
   /// Query `query` of head `head` (the GPU kernels' grid: blockIdx.y over
   /// headsAndQueries' heads, query blocks along x): whether it exists

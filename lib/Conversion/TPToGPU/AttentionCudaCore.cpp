@@ -257,26 +257,20 @@ std::pair<Value, Value> Emitter::keyBounds(OpBuilder &b, Location loc,
   return {lo, hi};
 }
 
-void Emitter::splitRows(SmallVectorImpl<unsigned> &outer,
-                        SmallVectorImpl<unsigned> &inner) const {
-  for (unsigned i = 0; i < m.numO; ++i)
-    if (i != m.eDim)
-      (llvm::any_of(m.k.idx, [&](AffineExpr e) { return e.isFunctionOfDim(i); })
-           ? outer
-           : inner)
-          .push_back(i);
-}
-
 SmallVector<Value> Emitter::rowDims(OpBuilder &b, Location loc, Value row) {
-  auto shape = cast<MemRefType>(out.getType()).getShape();
-  SmallVector<unsigned> order, inner;
-  splitRows(order, inner);
-  order.append(inner); // slowest first
   SmallVector<Value> dims(m.numO + 2);
-  for (unsigned i : llvm::reverse(order)) {
-    Value size = indexConstant(b, loc, shape[i]);
-    dims[i] = arith::RemUIOp::create(b, loc, row, size);
+  SmallVector<RowPart> parts = rowParts(m);
+  for (const RowPart &part : llvm::reverse(parts)) {
+    Value size = indexConstant(b, loc, part.extent);
+    Value value = arith::RemUIOp::create(b, loc, row, size);
     row = arith::DivUIOp::create(b, loc, row, size);
+    if (part.stride != 1)
+      value = arith::MulIOp::create(b, loc, value,
+                                    indexConstant(b, loc, part.stride));
+    dims[part.dim] = dims[part.dim]
+                         ? arith::AddIOp::create(b, loc, dims[part.dim], value)
+                               .getResult()
+                         : value;
   }
   return dims;
 }

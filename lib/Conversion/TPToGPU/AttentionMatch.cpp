@@ -3,13 +3,18 @@
 // tp-fuse-attention's matcher: a contraction with one reduction dimension
 // (the candidate P.V) is attention when, walking back through views,
 //
-//   O  = contract_j(P, V)        P a view of N, V a view of some tensor
+//   O  = contract_j(P, V)        P a view of N (or of N cast to another
+//                                float type by a generic of its own: bf16
+//                                exports), V a view of some tensor
 //   N  = E / S                   elementwise; S a row statistic of E
 //   S  = sum_j E                 row reduction over the last dimension
 //   E  = exp(X - M)              one generic, or a sub then an exp
 //   M  = max_j X                 row reduction (extra outputs unused: argmax)
 //   X  = f_k(...f_1(C, side...)) elementwise generics on the scores: scale,
-//                                masks (tensors or linalg.index compares)
+//                                masks (tensors or linalg.index compares);
+//                                past a view of another shape only ops of
+//                                the scores' values alone (casts: bf16's
+//                                truncated [b*h, s, s] product)
 //   C  = contract_d(Q, K)        a view of C feeds f_1
 //
 // "Views" are collapse_shape, expand_shape, static unit-stride
@@ -29,10 +34,16 @@
 // [s, s] tensor.
 //
 // The key range: a select in the chain that sets scores to -inf (or to the
-// lowest float, when every row provably keeps a key) where a compare of
-// indices holds, with only -inf-preserving ops after it, bounds the keys
+// lowest float, when every row provably keeps a key and no other input of
+// the chain is data that could mask the rest) where a compare of indices
+// holds, with only -inf-preserving ops after it, bounds the keys
 // each row sees: c j + R(o) <pred> 0 with c = +-1 gives lo <= j or j < hi
 // (a conjunction gives both: a sliding window). The kernels skip the rest.
+//
+// Grouped-query heads: a row dimension K and V read only in blocks of g
+// values (h floordiv g after repeat_kv) is split into the block and the
+// position in it (kvGroups, rowParts), so that the g query heads of a KV
+// head share the kernels' K and V tiles.
 //
 // Once the product is known to contract a softmax over its keys (P = E / S
 // with S the row sum of E), every failure says which step did not match
@@ -308,6 +319,42 @@ Operation *rowStatistic(linalg::GenericOp user, OpOperand *operand,
   return s.source.getDefiningOp();
 }
 
+/// Whether `g` only converts the type of its one input: elementwise with
+/// identity maps, yielding extf/truncf of the input (torch-mlir's bf16
+/// exports compute the softmax in f32 and round the probabilities to bf16
+/// in a generic of their own, `softmax(dim=-1, dtype=float32).to(bf16)`).
+bool isCastOnly(linalg::GenericOp g) {
+  if (!g || !g.hasPureTensorSemantics() || !allParallel(g) ||
+      g.getNumDpsInputs() != 1 || g->getNumResults() != 1)
+    return false;
+  if (!llvm::all_of(g.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Value y = yielded(g);
+  return y != g.getBlock()->getArgument(0) &&
+         peelCasts(y) == g.getBlock()->getArgument(0);
+}
+
+/// Whether `g` is a function of its one input's value alone: elementwise
+/// with identity maps, no linalg.index, nothing captured but constants, its
+/// output operand unread. Such an op on the scores (a cast, a scale by a
+/// constant) may be reached through a view of another rank (torch-mlir's
+/// bf16 exports: the [b*h, s, s] product truncated to bf16, then expanded
+/// to [b, h, s, s]): cloned at a score, it needs no indices.
+bool isPureOfScores(linalg::GenericOp g) {
+  if (!g || !g.hasPureTensorSemantics() || !allParallel(g) ||
+      g.getNumDpsInputs() != 1 || g->getNumResults() != 1 ||
+      !capturesOnlyConstants(g) ||
+      !g.getBlock()->getArgument(1).use_empty())
+    return false;
+  if (!llvm::all_of(g.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  bool indexed = false;
+  g.getBody()->walk([&](linalg::IndexOp) { indexed = true; });
+  return !indexed;
+}
+
 /// Whether `x` (read at `idx`) comes from a contraction with one reduction
 /// through views and identity-mapped elementwise generics.
 bool reachesContraction(Value x, const Exprs &idx, int depth = 0) {
@@ -319,7 +366,13 @@ bool reachesContraction(Value x, const Exprs &idx, int depth = 0) {
       linalg::isaContractionOpInterface(op))
     return true;
   auto prod = x.getDefiningOp<linalg::GenericOp>();
-  if (!prod || !allParallel(prod) || prod->getNumResults() != 1)
+  if (!prod) {
+    // Through a view, only an op of the scores' values alone.
+    prod = t.source.getDefiningOp<linalg::GenericOp>();
+    return isPureOfScores(prod) &&
+           reachesContraction(prod.getDpsInputs()[0], t.idx, depth + 1);
+  }
+  if (!allParallel(prod) || prod->getNumResults() != 1)
     return false;
   for (OpOperand *in : prod.getDpsInputOperands())
     if (isIdentity(prod, in) && reachesContraction(in->get(), idx, depth + 1))
@@ -328,9 +381,15 @@ bool reachesContraction(Value x, const Exprs &idx, int depth = 0) {
 }
 
 /// Whether `v` (traced) comes from a division by a row reduction: the
-/// softmax's normalisation, what makes a contraction a candidate.
+/// softmax's normalisation, what makes a contraction a candidate. A cast of
+/// that division (isCastOnly) counts as the division.
 bool looksLikeSoftmax(Value v) {
   auto g = v.getDefiningOp<linalg::GenericOp>();
+  if (isCastOnly(g))
+    return looksLikeSoftmax(
+        traceBack(g.getDpsInputs()[0],
+                  dimsOf(g->getContext(), g.getNumLoops()))
+            .source);
   if (!g)
     return false;
   bool divides = false;
@@ -545,12 +604,28 @@ void narrow(Value cond, bool kept, const Frame &f, unsigned jDim,
     range.lo = simplifyAffineExpr(strict ? bound + one : bound, numDims, 0);
 }
 
-/// Whether `v` is the constant -inf, or (`lowest` set) the lowest finite
-/// float of its type or below -1e30.
-bool isMaskValue(Value v, bool &finite) {
+/// Whether `v` is the constant -inf, or a value below -1e30 (the lowest
+/// finite float of its type: `finite` is then set), as a constant of the
+/// body or (with `frame`) a splat constant input of the frame's op.
+bool isMaskValue(Value v, bool &finite, const Frame *frame = nullptr) {
   FloatAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)))
-    return false;
+  if (!matchPattern(v, m_Constant(&attr))) {
+    // A block argument read from a splat constant: torch-mlir's masked_fill
+    // passes its fill as a 0-d tensor input (`dense<-3.40282347E+38> :
+    // tensor<f32>`), not as a constant of the body.
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!frame || !arg || arg.getOwner() != frame->op.getBlock() ||
+        arg.getArgNumber() >= frame->inputs.size() ||
+        !frame->inputs[arg.getArgNumber()] ||
+        frame->inputs[arg.getArgNumber()]->producer)
+      return false;
+    DenseElementsAttr dense;
+    if (!matchPattern(frame->inputs[arg.getArgNumber()]->source,
+                      m_Constant(&dense)) ||
+        !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
+      return false;
+    attr = dense.getSplatValue<FloatAttr>();
+  }
   APFloat x = attr.getValue();
   if (x.isInfinity() && x.isNegative()) {
     finite = false;
@@ -644,6 +719,18 @@ void forEachRange(const Match &m, const KeyRange &range,
   }
 }
 
+/// Whether `a` reads a value that is not known at compile time: a tensor
+/// other than a splat constant, directly or through an inlined producer's
+/// inputs (an attention_mask argument, a padding mask baked in as a dense
+/// constant).
+bool readsData(const Access &a) {
+  if (!a.producer) {
+    DenseElementsAttr dense;
+    return !(matchPattern(a.source, m_Constant(&dense)) && dense.isSplat());
+  }
+  return llvm::any_of(a.inputs, readsData);
+}
+
 /// The key range of `m`'s chain (see the header): every masking select
 /// whose masked value stays masked through the rest of its op and through
 /// the later ops of the chain narrows it.
@@ -661,8 +748,9 @@ KeyRange keyRange(const Match &m) {
       bool finite = false;
       if (!select || !isa<FloatType>(select.getType()))
         continue;
-      bool maskTrue = isMaskValue(select.getTrueValue(), finite);
-      bool maskFalse = !maskTrue && isMaskValue(select.getFalseValue(), finite);
+      bool maskTrue = isMaskValue(select.getTrueValue(), finite, &f);
+      bool maskFalse =
+          !maskTrue && isMaskValue(select.getFalseValue(), finite, &f);
       if ((!maskTrue && !maskFalse) || !preservesMask(select.getResult()) ||
           !llvm::all_of(ArrayRef<ChainOp>(m.chain).drop_front(i + 1),
                         [](const ChainOp &later) {
@@ -683,7 +771,15 @@ KeyRange keyRange(const Match &m) {
   if (finiteMask) {
     // With a finite mask value a row whose keys were all skipped would not
     // be the uniform average the unfused softmax gives it: the range holds
-    // only when every row keeps a key.
+    // only when every row keeps a key, and only when nothing else in the
+    // chain can mask the keys it keeps. A padding mask read from data (left
+    // padding: a query of the padding sees only padded keys) fills a row's
+    // whole range with the same lowest float; the unfused softmax then
+    // weighs every key of the row alike, the skipped ones included.
+    for (const ChainOp &link : m.chain)
+      for (auto &[input, access] : link.sides)
+        if (readsData(access))
+          return {};
     bool empty = false;
     forEachRange(m, range, [&](int64_t lo, int64_t hi, int64_t) {
       empty |= hi <= lo;
@@ -692,6 +788,71 @@ KeyRange keyRange(const Match &m) {
       return {};
   }
   return range;
+}
+
+/// Per O dimension i (not the value column) that K uses: the largest g > 1
+/// dividing its extent such that every index of K and V that uses d_i uses
+/// no other dimension and is constant on each block of g consecutive values
+/// of d_i (evaluated over the whole extent), else 1. torch-mlir's repeat_kv
+/// gives K the indices (bh floordiv H, (bh mod H) floordiv g, ...) over the
+/// [b * h, s, d] product's first dimension: blocks of g.
+SmallVector<int64_t> kvGroups(const Match &m) {
+  auto shape = cast<RankedTensorType>(m.pv->getResult(0).getType()).getShape();
+  SmallVector<int64_t> groups(m.numO, 1);
+  MLIRContext *context = m.pv->getContext();
+  unsigned numDims = m.numO + 2;
+  for (unsigned i = 0; i < m.numO; ++i) {
+    if (i == m.eDim || !usesDim(m.k.idx, i))
+      continue;
+    SmallVector<AffineExpr> uses;
+    bool alone = true;
+    for (const Access *a : {&m.k, &m.v})
+      for (AffineExpr e : a->idx) {
+        if (!e.isFunctionOfDim(i))
+          continue;
+        for (unsigned d = 0; d < numDims; ++d)
+          if (d != i && e.isFunctionOfDim(d))
+            alone = false;
+        uses.push_back(e);
+      }
+    int64_t n = shape[i];
+    if (!alone || n > (int64_t(1) << 16))
+      continue;
+    // The values of each use over d_i.
+    SmallVector<SmallVector<int64_t>> values;
+    for (AffineExpr e : uses) {
+      SmallVector<int64_t> v;
+      for (int64_t x = 0; x < n; ++x) {
+        SmallVector<AffineExpr> at(numDims, getAffineConstantExpr(0, context));
+        at[i] = getAffineConstantExpr(x, context);
+        auto c = dyn_cast<AffineConstantExpr>(
+            simplifyAffineExpr(e.replaceDims(at), 0, 0));
+        if (!c)
+          break;
+        v.push_back(c.getValue());
+      }
+      if (int64_t(v.size()) != n)
+        break;
+      values.push_back(std::move(v));
+    }
+    if (values.size() != uses.size())
+      continue;
+    for (int64_t g = n; g > 1; --g) {
+      if (n % g)
+        continue;
+      bool blocks = llvm::all_of(values, [&](ArrayRef<int64_t> v) {
+        for (int64_t x = 0; x < n; ++x)
+          if (v[x] != v[x - x % g])
+            return false;
+        return true;
+      });
+      if (blocks) {
+        groups[i] = g;
+        break;
+      }
+    }
+  }
+  return groups;
 }
 
 //===----------------------------------------------------------------------===//
@@ -780,6 +941,15 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
 
   Access p = traceBack(pv.getDpsInputs()[pIndex], substitute(pMap, pvLoops),
                        &passed);
+  // Probabilities rounded to the product's operand type by a generic of
+  // their own (torch-mlir's bf16 exports) are P: the kernels round P to the
+  // operand type themselves (the tensor-core kernel packs it as bf16 for
+  // mma.sync), so the cast dies with the match.
+  if (auto cast = p.source.getDefiningOp<linalg::GenericOp>();
+      isCastOnly(cast)) {
+    m.fused.insert(cast);
+    p = traceBack(cast.getDpsInputs()[0], p.idx, &passed);
+  }
   m.scoreIdx = p.idx;
   unsigned rank = p.idx.size();
   if (rank < 2 || p.idx.back() != dim(jDim) ||
@@ -887,13 +1057,18 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
   m.fused.insert(mOp);
 
   // X = f_k(...f_1(view of C)): elementwise ops on the scores, last first.
+  // `curIdx`: the indices of `cur` over the kernel dims (the score indices,
+  // until a view of another shape: past it only ops of the scores' values
+  // alone, which need no indices, may follow).
   Value cur = xVal;
+  Exprs curIdx = m.scoreIdx;
+  bool pastView = false;
   while (true) {
-    Access c = traceBack(cur, m.scoreIdx);
+    Access c = traceBack(cur, curIdx);
     auto cOp = c.source.getDefiningOp<linalg::LinalgOp>();
     if (cOp && cOp.getNumReductionLoops() == 1 && cOp.getNumDpsInputs() == 2 &&
         linalg::isaContractionOpInterface(cOp)) {
-      traceBack(cur, m.scoreIdx, &passed);
+      traceBack(cur, curIdx, &passed);
       // C = contract_d(Q, K).
       if (!cOp.hasPureTensorSemantics() || cOp->getNumResults() != 1)
         return fail(why, "the scores are not on tensors");
@@ -932,7 +1107,23 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
       break;
     }
     auto g = cur.getDefiningOp<linalg::GenericOp>();
-    if (!isElementwise(g, rank))
+    if (!g || pastView) {
+      // A view (collapse, expand, ...) of an op of the scores' values alone.
+      auto viewed = c.source.getDefiningOp<linalg::GenericOp>();
+      if (isPureOfScores(viewed)) {
+        if (m.chain.size() >= 16)
+          return fail(why,
+                      "more than 16 ops between the scores and the softmax");
+        traceBack(cur, curIdx, &passed);
+        m.chain.push_back(ChainOp{viewed, 0, {}});
+        m.fused.insert(viewed);
+        cur = viewed.getDpsInputs()[0];
+        curIdx = c.idx;
+        pastView = true;
+        continue;
+      }
+    }
+    if (!isElementwise(g, rank) || pastView)
       return fail(why, "the scores reach the softmax through an op that is "
                        "not elementwise");
     if (m.chain.size() >= 16)
@@ -1000,6 +1191,7 @@ FailureOr<Match> Matcher::matchFrom(unsigned pIndex, std::string &why) {
   if (usesDim(m.v.idx, dDim) || usesDim(m.q.idx, jDim))
     return fail(why, "the operands do not separate keys and head dimension");
   m.range = keyRange(m);
+  m.kvGroup = kvGroups(m);
   return m;
 }
 
@@ -1028,18 +1220,32 @@ int64_t mlir::tp::attention::rowCount(const Match &m) {
   return n;
 }
 
-std::pair<int64_t, int64_t>
-mlir::tp::attention::headsAndQueries(const Match &m) {
+SmallVector<RowPart> mlir::tp::attention::rowParts(const Match &m) {
   auto shape = cast<RankedTensorType>(m.pv->getResult(0).getType()).getShape();
-  int64_t heads = 1, queries = 1;
+  SmallVector<RowPart> outer, split, inner;
   for (unsigned i = 0; i < m.numO; ++i) {
     if (i == m.eDim)
       continue;
-    if (llvm::any_of(m.k.idx, [&](AffineExpr e) { return e.isFunctionOfDim(i); }))
-      heads *= shape[i];
-    else
-      queries *= shape[i];
+    int64_t g = i < m.kvGroup.size() ? m.kvGroup[i] : 1;
+    if (g > 1) {
+      outer.push_back({i, shape[i] / g, g, true});
+      split.push_back({i, g, 1, false});
+    } else if (usesDim(m.k.idx, i)) {
+      outer.push_back({i, shape[i], 1, true});
+    } else {
+      inner.push_back({i, shape[i], 1, false});
+    }
   }
+  outer.append(split);
+  outer.append(inner);
+  return outer;
+}
+
+std::pair<int64_t, int64_t>
+mlir::tp::attention::headsAndQueries(const Match &m) {
+  int64_t heads = 1, queries = 1;
+  for (const RowPart &part : rowParts(m))
+    (part.outer ? heads : queries) *= part.extent;
   return {heads, queries};
 }
 

@@ -16,7 +16,8 @@
 //                  its (row, key); keys past the end -> -inf
 //     online softmax per row in registers: the tile max over the 4 lanes
 //                  of a quad (2 shuffles), rescale of l and of O, p =
-//                  exp(x - max); l stays a per-lane partial
+//                  exp2((x - max) log2(e)) with max guarded (-inf -> 0);
+//                  l stays a per-lane partial
 //     O += P V:    P's accumulators repacked as A fragments (the C layout of
 //                  two n-tiles is the A layout of one k-step), V's B
 //                  fragments by ldmatrix.x4.trans (rows = keys)
@@ -339,29 +340,39 @@ void FlashKernel::build() {
         s[nt][e] = x;
         rowMax[half] = arith::MaximumFOp::create(b, loc, rowMax[half], x);
       }
-    // exp(x - base) as exp2(x log2(e) - base log2(e)): one FMA and one ex2
-    // per score.
+    // exp(x - base) as exp2((x - base) log2(e)): the difference first, then
+    // the scale. Not FlashAttention-2's single FMA x log2(e) - base log2(e):
+    // a mask filled with the lowest finite float (Hugging Face's and JAX's
+    // finfo.min) makes a fully masked tile's base -3.4e38, whose product
+    // with log2(e) overflows to -inf and the FMA then gives +inf, and
+    // exp2(+inf) * 0 is NaN. x - base is exact where it matters (0 for the
+    // masked scores of a fully masked row, which then weigh 1 each, as in
+    // the unfused softmax) and -inf or finite elsewhere. The running max is
+    // guarded as FlashAttention guards it: a row that has seen only -inf
+    // takes base 0, so that -inf - base is -inf, never NaN.
     SmallVector<Value> next(st.begin(), st.end());
-    SmallVector<Value, 2> negBase, alpha;
+    SmallVector<Value, 2> base, alpha;
     Value log2e = f32(M_LOG2E);
+    auto expDiff = [&](Value x, Value from) {
+      return math::Exp2Op::create(
+          b, loc,
+          arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, x, from),
+                                log2e));
+    };
     for (int64_t half = 0; half < 2; ++half) {
       Value mx = arith::MaximumFOp::create(b, loc, st[half],
                                            quad(rowMax[half], true));
       Value isInf =
           arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mx, ninf);
-      Value base = arith::MulFOp::create(
-          b, loc, arith::SelectOp::create(b, loc, isInf, zero, mx), log2e);
-      negBase.push_back(arith::NegFOp::create(b, loc, base));
-      alpha.push_back(math::Exp2Op::create(
-          b, loc, math::FmaOp::create(b, loc, st[half], log2e, negBase[half])));
+      base.push_back(arith::SelectOp::create(b, loc, isInf, zero, mx));
+      alpha.push_back(expDiff(st[half], base[half]));
       next[half] = mx;
     }
     SmallVector<Value, 2> sum = {zero, zero};
     for (int64_t nt = 0; nt < ns; ++nt)
       for (int64_t e = 0; e < 4; ++e) {
         int64_t half = e / 2;
-        s[nt][e] = math::Exp2Op::create(
-            b, loc, math::FmaOp::create(b, loc, s[nt][e], log2e, negBase[half]));
+        s[nt][e] = expDiff(s[nt][e], base[half]);
         sum[half] = arith::AddFOp::create(b, loc, sum[half], s[nt][e]);
       }
     for (int64_t half = 0; half < 2; ++half)
@@ -442,9 +453,8 @@ bool mlir::tp::attention::tensorCoreEligible(const Match &m, std::string &why) {
     return false;
   }
   // K and V tiles are shared by the block's queries: V must not depend on
-  // them (K does not, by construction).
-  auto shape = cast<RankedTensorType>(m.pv->getResult(0).getType()).getShape();
-  int64_t heads = 1;
+  // them (K does not, by construction; nor does either on the position in
+  // a block of grouped-query heads, kvGroups).
   for (unsigned i = 0; i < m.numO; ++i) {
     if (i == m.eDim)
       continue;
@@ -456,9 +466,8 @@ bool mlir::tp::attention::tensorCoreEligible(const Match &m, std::string &why) {
       why = "V depends on a query dimension";
       return false;
     }
-    if (kUses)
-      heads *= shape[i];
   }
+  int64_t heads = headsAndQueries(m).first;
   if (heads > 65535 || (rowCount(m) / heads + kBlockRows - 1) / kBlockRows >
                            2147483647) {
     why = "too many heads for the grid";

@@ -84,6 +84,16 @@ int64_t elementBytes(Value v) {
 LogicalResult KernelBuilder::buildVectorized() {
   if (op.getNumLoops() == 0)
     return failure();
+  // Elements narrower than a byte (i1 masks) are one byte each in a memref,
+  // but a vector of them is bit-packed in memory (LLVM's layout of
+  // <16 x i1> is two bytes): a group store would write 16 flags into 2
+  // bytes that the element loads of the next kernel read as 16 (torch-mlir's
+  // attention_mask, `mask != 0`, then gathered: issue 39's zoo run).
+  for (OpOperand &operand : op->getOpOperands())
+    if (auto type = dyn_cast<MemRefType>(operand.get().getType()))
+      if (type.getElementType().isIntOrFloat() &&
+          type.getElementType().getIntOrFloatBitWidth() % 8 != 0)
+        return failure();
   // The group width: 16 bytes of the smallest contiguous element.
   int64_t smallest = 0;
   for (OpOperand &operand : op->getOpOperands()) {

@@ -7,6 +7,7 @@
 #include "CublasGemm.h"
 
 #include "CudaDevice.h"
+#include "common/Alignment.h"
 #include "common/DType.h"
 #include "common/Error.h"
 
@@ -31,6 +32,10 @@ Cublas::~Cublas() {
     cuStreamSynchronize(stream);
     if (ltWorkspace)
       cuMemFree(ltWorkspace);
+    if (scratch)
+      cuMemFree(scratch);
+    if (epilogueModule)
+      cuModuleUnload(epilogueModule);
     cublasLtDestroy(lt);
   }
   if (pointerArrays) {
@@ -370,8 +375,20 @@ tprt_status Cublas::gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
   TPRT_LT(cublasLtMatrixLayoutCreate, &desc.c, setup.type, uint64_t(n),
           uint64_t(m), addend ? ldAddend : ldc);
 
-  AlgoKey key{int(dtype), transA, transB, m, n, k, lda, ldb, ldc,
-              addend ? ldAddend : 0, int(epilogue), addend != nullptr};
+  // Lt's A is our B, its B our A, its C the addend (or C), its D our C.
+  uint32_t alignments[4] = {pointerAlignment(b), pointerAlignment(a),
+                            pointerAlignment(addend ? addend : c),
+                            pointerAlignment(c)};
+  AlgoKey key{int(dtype),    transA,        transB,        m,
+              n,             k,             lda,           ldb,
+              ldc,           addend ? ldAddend : 0,        int(epilogue),
+              addend != nullptr,            alignments[0], alignments[1],
+              alignments[2], alignments[3], pointerAlignment(bias)};
+  auto fallBack = [&] {
+    ++fallbacks;
+    return gemmEpilogueFallback(dtype, transA, transB, m, n, k, a, lda, b, ldb,
+                                addend, ldAddend, bias, activation, c, ldc);
+  };
   auto found = algorithms.find(key);
   if (found == algorithms.end()) {
     TPRT_LT(cublasLtMatmulPreferenceCreate, &desc.preference);
@@ -379,6 +396,14 @@ tprt_status Cublas::gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
     TPRT_LT(cublasLtMatmulPreferenceSetAttribute, desc.preference,
             CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
             sizeof(workspace));
+    const cublasLtMatmulPreferenceAttributes_t alignment[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; ++i)
+      TPRT_LT(cublasLtMatmulPreferenceSetAttribute, desc.preference,
+              alignment[i], &alignments[i], sizeof(alignments[i]));
     if (!allowReduced) {
       // Split-K partial sums in the compute type only (not in bf16/f16).
       uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE |
@@ -387,20 +412,34 @@ tprt_status Cublas::gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
               CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
               sizeof(schemes));
     }
-    cublasLtMatmulHeuristicResult_t result{};
+    AlgoChoice choice;
     int returned = 0;
-    TPRT_LT(cublasLtMatmulAlgoGetHeuristic, lt, desc.matmul, desc.a, desc.b,
-            desc.c, desc.d, desc.preference, 1, &result, &returned);
-    if (returned < 1)
-      return failed("cublasLtMatmulAlgoGetHeuristic",
-                    CUBLAS_STATUS_NOT_SUPPORTED);
-    found = algorithms.emplace(key, result).first;
+    // No algorithm for this problem at these alignments: NOT_SUPPORTED, or
+    // success with none returned.
+    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        lt, desc.matmul, desc.a, desc.b, desc.c, desc.d, desc.preference, 1,
+        &choice.result, &returned);
+    if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED)
+      return failed("cublasLtMatmulAlgoGetHeuristic", status);
+    choice.found = status == CUBLAS_STATUS_SUCCESS && returned >= 1;
+    found = algorithms.emplace(key, choice).first;
   }
-  const cublasLtMatmulHeuristicResult_t &algo = found->second;
-  TPRT_LT(cublasLtMatmul, lt, desc.matmul, setup.alpha(), b, desc.a, a,
-          desc.b, setup.beta(), addend ? addend : c, desc.c, c, desc.d,
-          &algo.algo, reinterpret_cast<void *>(ltWorkspace),
-          algo.workspaceSize, reinterpret_cast<cudaStream_t>(stream));
+  if (!found->second.found)
+    return fallBack();
+  const cublasLtMatmulHeuristicResult_t &algo = found->second.result;
+  cublasStatus_t status = cublasLtMatmul(
+      lt, desc.matmul, setup.alpha(), b, desc.a, a, desc.b, setup.beta(),
+      addend ? addend : c, desc.c, c, desc.d, &algo.algo,
+      reinterpret_cast<void *>(ltWorkspace), algo.workspaceSize,
+      reinterpret_cast<cudaStream_t>(stream));
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+    // The algorithm refuses these operands after all: never again for
+    // this key.
+    found->second.found = false;
+    return fallBack();
+  }
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return failed("cublasLtMatmul", status);
 #undef TPRT_LT
   return TPRT_OK;
 }

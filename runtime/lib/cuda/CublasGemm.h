@@ -39,7 +39,21 @@
 // = op(B)^T op(A)^T the row-major bias (one value per column of C) is one
 // value per row of D, which is what cuBLASLt's bias epilogue adds. The
 // Lt handle and a kLtWorkspaceBytes workspace are created at the first
-// such call; the heuristic's first algorithm is cached per shape.
+// such call.
+//
+// Alignment: cuBLASLt's heuristic assumes 256-byte aligned operands unless
+// told otherwise (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES, default
+// 256), and an algorithm it picks under that assumption may refuse a less
+// aligned view at cublasLtMatmul (NOT_SUPPORTED). Each call therefore sets
+// the four preferences from the operands' real addresses (the largest power
+// of two dividing each, at most 256), and the heuristic's first algorithm is
+// cached per (shape, leading dimensions, epilogue, those alignments and the
+// bias's). When the heuristic finds no algorithm (or cublasLtMatmul still
+// refuses with NOT_SUPPORTED), the call falls back to the plain cuBLAS path
+// (EpilogueFallback.cpp): cublasGemmEx into an f32 (f64) scratch, which
+// accepts any alignment of its element size, then the runtime's own PTX
+// kernel adds the addend and the bias, applies the activation and rounds
+// once, as the fused epilogue does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +110,18 @@ public:
                            const void *bias, int activation, void *c,
                            int64_t ldc);
 
+  /// gemmEpilogue without cuBLASLt (EpilogueFallback.cpp): the product by
+  /// cublasGemmEx into an f32 scratch (f64 for f64), then the runtime's
+  /// epilogue kernel C = round(act(P + addend + bias)).
+  tprt_status gemmEpilogueFallback(tprt_dtype dtype, bool transA, bool transB,
+                                   int64_t m, int64_t n, int64_t k,
+                                   const void *a, int64_t lda, const void *b,
+                                   int64_t ldb, const void *addend,
+                                   int64_t ldAddend, const void *bias,
+                                   int activation, void *c, int64_t ldc);
+  /// Epilogue GEMMs that took the fallback since the handle was created.
+  uint64_t epilogueFallbacks() const { return fallbacks; }
+
 private:
   tprt_status initialize();
   /// Creates the Lt handle and its workspace at the first epilogue GEMM.
@@ -131,13 +157,27 @@ private:
   bool allowReduced = false;
   /// cuBLASLt: the handle, the workspace every epilogue GEMM may use, and
   /// the heuristic's first algorithm per (dtype, trans flags, m, n, k,
-  /// leading dimensions, epilogue, addend).
+  /// leading dimensions, epilogue, addend, and the alignments of Lt's A, B,
+  /// C, D and of the bias), or none (the fallback).
   static constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;
   cublasLtHandle_t lt = nullptr;
   CUdeviceptr ltWorkspace = 0;
-  using AlgoKey = std::tuple<int, bool, bool, int64_t, int64_t, int64_t,
-                             int64_t, int64_t, int64_t, int64_t, int, bool>;
-  std::map<AlgoKey, cublasLtMatmulHeuristicResult_t> algorithms;
+  using AlgoKey =
+      std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t,
+                 int64_t, int64_t, int, bool, uint32_t, uint32_t, uint32_t,
+                 uint32_t, uint32_t>;
+  struct AlgoChoice {
+    bool found = false;
+    cublasLtMatmulHeuristicResult_t result{};
+  };
+  std::map<AlgoKey, AlgoChoice> algorithms;
+  /// The fallback's product scratch (grown on demand), its kernels (one
+  /// module, a function per dtype) and how often it ran.
+  CUdeviceptr scratch = 0;
+  size_t scratchBytes = 0;
+  CUmodule epilogueModule = nullptr;
+  CUfunction epilogueKernels[4] = {};
+  uint64_t fallbacks = 0;
   /// gemmSharedA's pointer arrays: kPointerSlots slots of slotEntries
   /// pointers each, in pinned host memory and in device memory, with an
   /// event per slot recorded after its copy. Grown (all slots) when a
