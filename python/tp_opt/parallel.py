@@ -274,6 +274,20 @@ def module_styles_from_placements(plan):
     return out
 
 
+def _stored_renames(model):
+    """{stored key: parameter name} of a transformers model whose
+    save_pretrained keys rename some of its parameters ({} otherwise)."""
+    try:
+        import torch
+        from .planning import _is_hf
+        from .importer.names import stored_parameters
+        if not _is_hf(model):
+            return {}
+        return stored_parameters(torch, model, True).renamed
+    except Exception:   # no mapping: the missing names are reported
+        return {}
+
+
 def module_styles(model, plan, whole=None):
     """{module name: (style, {parameter: placements})} for every module that
     owns parameters: style is "rowwise" (input Shard(-1)), "colwise" (a
@@ -282,8 +296,21 @@ def module_styles(model, plan, whole=None):
     differently are stored whole; their names are appended to `whole`."""
     whole = [] if whole is None else whole
     placements = plan.placements
+    layouts, pieces = plan.layouts, plan.piece_layouts
     names = {n for n, _ in model.named_parameters()}
     missing = [n for n in placements if n not in names]
+    if missing:
+        # The plan names parameters by the keys save_pretrained stores; a
+        # model whose stored keys are other names of its parameters (a
+        # rename, not a merge) is looked up through transformers' own
+        # mapping.
+        renamed = _stored_renames(model)
+        if renamed:
+            rename = lambda table: {renamed.get(k, k): v
+                                    for k, v in table.items()}
+            placements, layouts, pieces = (rename(placements),
+                                           rename(layouts), rename(pieces))
+            missing = [n for n in placements if n not in names]
     if missing:
         raise ParallelizeError(
             "the plan names parameters the model does not have: %s (a model "
@@ -300,7 +327,7 @@ def module_styles(model, plan, whole=None):
             full = (mname + "." if mname else "") + pname
             pl = placements.get(full)
             if pl is None:
-                if full not in plan.layouts:
+                if full not in layouts:
                     continue   # a tied parameter: planned under its other name
                 # Pieces laid out differently (Falcon's query_key_value: q
                 # split by heads, k and v whole): no one placement says
@@ -312,7 +339,7 @@ def module_styles(model, plan, whole=None):
                 pl = [Replicate()] * len(plan.mesh)
                 whole.append("%s (pieces %s)" % (
                     full, ", ".join(str(p.layout)
-                                    for p in plan.piece_layouts[full])))
+                                    for p in pieces[full])))
             params[pname] = pl
             shard_dims = [p.dim for p in pl if hasattr(p, "dim")]
             if not shard_dims:

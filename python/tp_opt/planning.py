@@ -328,10 +328,16 @@ class Plan:
 
     def _splits_tokens(self):
         """Whether the plan is sequence-parallel: made with
-        sequence-parallel=on, or it reduce-scatters (a Partial sum split
-        by tokens, Megatron's sequence parallelism)."""
-        return "sequence-parallel=on" in self.options or \
-            "reduce_scatter" in self.collectives()
+        sequence-parallel=on, or it reduce-scatters a value along a
+        dimension before its last (a Partial sum split by tokens, Megatron's
+        sequence parallelism). A reduce-scatter along the last dimension
+        (the features: ALBERT's FFN) splits no token."""
+        if "sequence-parallel=on" in self.options:
+            return True
+        return any(s["collective"] == "reduce_scatter" and
+                   s["dim"] < len(s.get("input_shape") or
+                                  r.get("shape") or [0]) - 1
+                   for r in self.function["reshards"] for s in r["steps"])
 
     # -- the report ------------------------------------------------------
     @property

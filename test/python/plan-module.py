@@ -26,6 +26,8 @@ def main():
     p.add_argument("--memory-budget")
     p.add_argument("--name", action="append", default=[])
     p.add_argument("--explain", action="append", default=[])
+    p.add_argument("--sequence-parallel", action="store_true",
+                   help="print Plan.sequence_parallel")
     a = p.parse_args()
     mesh = None
     if a.mesh:
@@ -35,6 +37,8 @@ def main():
         plan = tp_opt.plan_module(a.module, tp=a.tp, mesh=mesh,
                                   memory_budget=a.memory_budget)
         print(plan)
+        if a.sequence_parallel:
+            print("sequence_parallel", plan.sequence_parallel)
         for n in a.name:
             print("layout %s %s" % (n, plan.layout_of(n)))
         for n in a.explain:

@@ -25,11 +25,14 @@ import sys
 
 
 class StoredParameters:
-    def __init__(self, names, tensors, to_model, as_saved):
+    def __init__(self, names, tensors, to_model, as_saved, renamed=None):
         self.names = names          # argument names, in order
         self.tensors = tensors      # the stored tensors (model dtype)
         self.to_model = to_model    # {name: tensor} -> {parameter: tensor}
         self.as_saved = as_saved    # the names are save_pretrained's keys
+        # {stored key: parameter} where one parameter is stored whole under
+        # another name (GPT-NeoX's lm_head.weight as embed_out.weight)
+        self.renamed = renamed or {}
 
 
 def _identity(model):
@@ -136,6 +139,8 @@ def _hf_stored(torch, model):
         for key in origin[n]:
             if key not in names:
                 names.append(key)
+    renamed = {origin[n][0]: n for n in params
+               if len(origin[n]) == 1 and origin[n][0] != n}
     return StoredParameters(names, [saved[k].detach() for k in names],
-                            to_model, True)
+                            to_model, True, renamed)
 
