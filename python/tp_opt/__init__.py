@@ -24,6 +24,16 @@ def plan(*args, **kwargs):
     return _plan(*args, **kwargs)
 
 
+def example_inputs(*args, **kwargs):
+    from .planning import example_inputs as _example_inputs
+    return _example_inputs(*args, **kwargs)
+
+
+def from_pretrained(*args, **kwargs):
+    from .planning import from_pretrained as _from_pretrained
+    return _from_pretrained(*args, **kwargs)
+
+
 def plan_module(*args, **kwargs):
     from .planning import plan_module as _plan_module
     return _plan_module(*args, **kwargs)
@@ -50,6 +60,8 @@ def device_mesh(*args, **kwargs):
 
 
 plan.__doc__ = "tp_opt.planning.plan: see docs/python.md"
+example_inputs.__doc__ = "tp_opt.planning.example_inputs: see docs/python.md"
+from_pretrained.__doc__ = "tp_opt.planning.from_pretrained: see docs/python.md"
 plan_module.__doc__ = "tp_opt.planning.plan_module: see docs/python.md"
 parallelize.__doc__ = "tp_opt.parallel.parallelize: see docs/python.md"
 check.__doc__ = "tp_opt.processes.check: see docs/python.md"

@@ -212,6 +212,30 @@ def plan(model, args=(), tp=None, mesh=None, memory_budget=None,
                 model=model)
 
 
+def example_inputs(model, batch=1, seq=8, seed=0):
+    """{name: tensor}: the inputs tp-import would give `model` (the main
+    input, e.g. input_ids or pixel_values, with a shape from its config, and
+    decoder_input_ids for an encoder-decoder), for plan(kwargs=...) and
+    check(kwargs=...)."""
+    torch = require_torch("tp_opt.example_inputs")
+    require_module(torch, model, "tp_opt.example_inputs")
+    from .importer.inputs import make
+    ins = make(torch, model, _is_hf(model), batch=batch, seq=seq, seed=seed)
+    return dict(zip(ins.names, ins.tensors))
+
+
+def from_pretrained(folder, dtype="f32"):
+    """The model of a Hugging Face folder, of the class tp-import builds
+    (config.json's architectures, else the first auto class that knows the
+    config: causal LM, seq2seq, masked LM, image classification, base)."""
+    torch = require_torch("tp_opt.from_pretrained")
+    import transformers
+    from .importer.models import DTYPES, pick_model_class
+    config = transformers.AutoConfig.from_pretrained(folder)
+    cls = pick_model_class(transformers, config, None)
+    return cls.from_pretrained(folder, dtype=getattr(torch, DTYPES[dtype]))
+
+
 def heads_of(config):
     """{"heads", "kv_heads", "head_dim"} of a transformers config (None
     when it has no attention heads): explain() names heads a mesh axis

@@ -81,3 +81,16 @@ class MLP(torch.nn.Module):
 
 
 error(tp_opt.check, MLP(), plan, (torch.ones(2, 8),))
+
+
+# Inputs beyond ids (issue 42): example_inputs gives a model the inputs
+# tp-import would (a ConvNeXt's pixel_values from its config), and
+# from_pretrained picks the class tp-import builds.
+cnx = transformers.ConvNextForImageClassification(transformers.ConvNextConfig(
+    hidden_sizes=[16, 32], depths=[1, 1], num_stages=2, num_channels=3,
+    num_labels=10, image_size=32))
+inputs = tp_opt.example_inputs(cnx)
+print("example inputs:", {k: list(v.shape) for k, v in inputs.items()})
+cnx_plan = tp_opt.plan(cnx, kwargs=inputs, tp=2)
+print(str(cnx_plan).splitlines()[0])
+error(tp_opt.example_inputs, lambda x: x)
