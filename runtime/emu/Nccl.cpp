@@ -242,6 +242,10 @@ MOCK_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
   std::snprintf(id->internal, sizeof(id->internal),
                 "/tprt-mock-nccl-%s%s%d-%d", tagged ? tag : "",
                 tagged ? "-" : "", int(getpid()), counter++);
+  // A segment of this name left by an earlier process of the same pid (one
+  // killed before its ranks met) would be joined with its stale counters:
+  // no live process uses the name, so it goes.
+  shm_unlink(id->internal);
   return ncclSuccess;
 }
 

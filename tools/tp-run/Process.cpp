@@ -226,6 +226,11 @@ pid_t spawn(const std::vector<char *> &argv, char *const *envp,
 
 } // namespace
 
+void removeTree(StringRef path) {
+  std::string text = path.str();
+  removeEntry(AT_FDCWD, text.c_str());
+}
+
 void removeAtExit(StringRef path) {
   if (path.size() >= sizeof(removedFolders[0]))
     die("the temporary folder's path is too long: '" + path + "'");

@@ -44,6 +44,10 @@ void makeFolder(llvm::StringRef path);
 /// program: tp-run's temporary work folder, mpirun's files (up to 4).
 void removeAtExit(llvm::StringRef path);
 
+/// Removes the file or folder `path` and everything in it (FIFOs too;
+/// symbolic links removed, never followed).
+void removeTree(llvm::StringRef path);
+
 /// Runs `program` with `args` and returns its exit code. `env`: the child's
 /// environment (default: tp-run's); `outputFile`: where its stdout and
 /// stderr go (default: tp-run's); `what` names the run in messages ("the

@@ -94,6 +94,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -518,7 +519,9 @@ static void lockWorkFolder(StringRef work) {
 /// /dev/shm/vader_segment.*), both in one folder of /dev/shm (tmpfs, as
 /// vader's default; $TP_RUN_SHM_DIR names another) that tp-run removes when
 /// it exits, however mpirun ended: a killed mpirun leaves them behind
-/// otherwise.
+/// otherwise. The folder's name holds tp-run's pid
+/// (tp-run-mpi-<pid>-<random>): the folders of a tp-run that was killed
+/// itself (SIGKILL leaves it no time) are removed by the next tp-run.
 static std::vector<std::string> mpiFileOptions() {
   static std::string folder;
   if (folder.empty()) {
@@ -527,9 +530,20 @@ static std::vector<std::string> mpiFileOptions() {
                        : ::access("/dev/shm", W_OK | X_OK) == 0
                            ? std::string("/dev/shm")
                            : temporaryRoot();
+    std::error_code walk;
+    for (llvm::sys::fs::directory_iterator it(base, walk), end;
+         !walk && it != end; it.increment(walk)) {
+      StringRef name = llvm::sys::path::filename(it->path());
+      int pid = 0;
+      if (!name.consume_front("tp-run-mpi-") ||
+          name.split('-').first.getAsInteger(10, pid) || pid <= 0)
+        continue;
+      if (::kill(pid, 0) != 0 && errno == ESRCH)
+        tprun::removeTree(it->path());
+    }
     SmallString<256> path;
     if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
-            base + "/tp-run-mpi", path))
+            base + "/tp-run-mpi-" + std::to_string(::getpid()), path))
       die("cannot create a folder for mpirun's files in '" + base +
           "': " + ec.message());
     tprun::removeAtExit(path);
