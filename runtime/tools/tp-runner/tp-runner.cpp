@@ -1080,20 +1080,6 @@ int Runner::run() {
   return status;
 }
 
-/// SIGTERM reaches a rank when its launcher is stopped (a user's kill of
-/// mpirun, `timeout`, tp-run's --timeout): the first rank says so before it
-/// ends, with async-signal-safe calls only, so that the run's last words
-/// are not just "exit code 1".
-void onTerminate(int sig) {
-  static const char message[] =
-      "tp-runner: rank 0: ended by SIGTERM: its launcher (mpirun, or "
-      "tp-runner --nproc) was stopped (a kill, or a timeout)\n";
-  ssize_t ignored = ::write(2, message, sizeof(message) - 1);
-  (void)ignored;
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1136,9 +1122,6 @@ int main(int argc, char **argv) {
                    jsonPath.c_str());
     return 2;
   }
-  if (!options.nproc && firstRankByEnvironment() &&
-      (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("WORLD_SIZE")))
-    ::signal(SIGTERM, onTerminate);
   // --nproc: this process only starts and watches the ranks (Launch.h).
   if (options.nproc > 0)
     return launchLocalRanks(options.rankArgs, options.nproc, options.timeout);
