@@ -10,6 +10,8 @@
 
 #include "PlanBuilder.h"
 
+#include "tp/Analysis/RoutedContraction.h"
+
 using namespace mlir;
 using namespace mlir::tp;
 using namespace mlir::tp::detail;
@@ -324,6 +326,28 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
   MLIRContext *ctx = op->getContext();
   int64_t numFactors = rule.factors.size();
 
+  // A mixture of experts' per-row copy of its experts' weights, which the
+  // lowering computes as a routed GEMM (tp-route-experts), is never formed:
+  // the gather holds and writes nothing, and the contraction reading it
+  // reads each expert's weight once (the copy's bytes scaled by experts /
+  // rows) and holds the rows sorted by expert and their products.
+  bool routedGather = isRoutedGatherOnly(op);
+  std::optional<RoutedContraction> routed;
+  if (auto contraction = dyn_cast<linalg::LinalgOp>(op)) {
+    std::string why;
+    routed = matchRoutedContraction(contraction, why);
+    if (routed && !isRoutedGatherOnly(routed->gather))
+      routed.reset();
+  }
+  // A transpose that only contractions read is folded into their GEMM
+  // calls' transpose flags (tp-gemm-to-runtime): it holds nothing.
+  bool foldedTranspose =
+      isa<linalg::TransposeOp>(op) && !op->use_empty() &&
+      llvm::all_of(op->getUsers(), [](Operation *user) {
+        auto contraction = dyn_cast<linalg::LinalgOp>(user);
+        return contraction && linalg::isaContractionOpInterface(contraction);
+      });
+
   // The token factors of this op (for sequence-parallel on/off).
   SmallVector<bool> isToken(numFactors, false);
   auto markTokens = [&](Value v, const TensorFactors &dims) {
@@ -623,15 +647,22 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
         // is never written to memory, nor read back here.
         bool fused = in.slot < op->getNumOperands() &&
                      isFusedIntoConsumer(op->getOpOperand(in.slot));
-        if (!isInit && !fused)
-          bytes += localBytes(in.value.getType(), layout);
+        if (!isInit && !fused) {
+          double inBytes = localBytes(in.value.getType(), layout);
+          if (routed && in.value == routed->gather->getResult(0))
+            inBytes *= std::min(1.0, double(routed->experts) /
+                                         double(routed->rows));
+          else if (routed && in.slot < op->getNumOperands())
+            s.activationBytes += inBytes; // the sorted rows
+          bytes += inBytes;
+        }
       }
       for (auto [r, result] : llvm::enumerate(op->getResults())) {
-        double b = localBytes(result.getType(), s.results[r]);
+        double b = routedGather ? 0.0 : localBytes(result.getType(), s.results[r]);
         if (!result.hasOneUse() || !isFusedIntoConsumer(*result.use_begin()))
           bytes += b;
-        if (!rule.viewLike)
-          s.activationBytes += b;
+        if (!rule.viewLike && !foldedTranspose)
+          s.activationBytes += routed ? 2 * b : b; // + the sorted products
       }
       double points = 1;
       for (int64_t f = 0; f < numFactors; ++f)
