@@ -331,7 +331,18 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
   // the gather holds and writes nothing, and the contraction reading it
   // reads each expert's weight once (the copy's bytes scaled by experts /
   // rows) and holds the rows sorted by expert and their products.
+  // Per strategy, only where the experts stay whole: a stack split by
+  // experts is read through a masked gather (expert parallelism), which
+  // the lowering does not route, and its result is a pending sum.
   bool routedGather = isRoutedGatherOnly(op);
+  Value routedStack;
+  if (routedGather)
+    if (auto extract = op->getRegion(0)
+                           .front()
+                           .getTerminator()
+                           ->getOperand(0)
+                           .getDefiningOp<tensor::ExtractOp>())
+      routedStack = extract.getTensor();
   std::optional<RoutedContraction> routed;
   if (auto contraction = dyn_cast<linalg::LinalgOp>(op)) {
     std::string why;
@@ -604,6 +615,8 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
           return;
       }
       double bytes = 0;
+      bool gatherRouted = routedGather, contractionRouted = routed.has_value();
+      double gatheredBytes = 0, rowBytes = 0;
       for (Input &in : node.inputs) {
         LayoutAttr layout;
         if (in.slot < rule.operands.size() && rule.operands[in.slot]) {
@@ -647,22 +660,36 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
         // is never written to memory, nor read back here.
         bool fused = in.slot < op->getNumOperands() &&
                      isFusedIntoConsumer(op->getOpOperand(in.slot));
+        if (gatherRouted && in.value == routedStack && layout &&
+            layout.isSplit(0))
+          gatherRouted = false;
+        if (routed && in.value == routed->gather->getResult(0) && layout &&
+            layout.isPartial())
+          contractionRouted = false;
         if (!isInit && !fused) {
           double inBytes = localBytes(in.value.getType(), layout);
           if (routed && in.value == routed->gather->getResult(0))
-            inBytes *= std::min(1.0, double(routed->experts) /
-                                         double(routed->rows));
+            gatheredBytes = inBytes;
           else if (routed && in.slot < op->getNumOperands())
-            s.activationBytes += inBytes; // the sorted rows
+            rowBytes = inBytes;
           bytes += inBytes;
         }
       }
+      if (gatherRouted)
+        bytes = 0; // the routed program has no gather
+      if (contractionRouted) {
+        // Each expert's weight read once instead of the per-row copy; the
+        // rows sorted by expert held.
+        bytes -= gatheredBytes * (1.0 - std::min(1.0, double(routed->experts) /
+                                                          double(routed->rows)));
+        s.activationBytes += rowBytes;
+      }
       for (auto [r, result] : llvm::enumerate(op->getResults())) {
-        double b = routedGather ? 0.0 : localBytes(result.getType(), s.results[r]);
+        double b = gatherRouted ? 0.0 : localBytes(result.getType(), s.results[r]);
         if (!result.hasOneUse() || !isFusedIntoConsumer(*result.use_begin()))
           bytes += b;
         if (!rule.viewLike && !foldedTranspose)
-          s.activationBytes += routed ? 2 * b : b; // + the sorted products
+          s.activationBytes += contractionRouted ? 2 * b : b; // + the products
       }
       double points = 1;
       for (int64_t f = 0; f < numFactors; ++f)
