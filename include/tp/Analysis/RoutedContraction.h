@@ -21,8 +21,9 @@
 // tensor.extract from a tensor defined outside it, where exactly one index
 // of the extract is computed from the generic's inputs alone (the expert
 // id: casts, the negative-index wrap, any pure arithmetic) and the others
-// are loop indices (linalg.index), the inputs reading only the loops that
-// no loop index names (the rows). Mapped onto the contraction: the rows
+// are loop indices (linalg.index, also through index arithmetic that
+// cancels: the partitioner's `(i + offset) - offset`), the inputs reading
+// only the loop that no loop index names (the rows). Mapped onto the contraction: the rows
 // are its one batch dimension, the two loop indices are its reduction
 // dimension and the weight's free dimension, the other input reads the
 // rows, the reduction and at most one free dimension of its own (tokens
