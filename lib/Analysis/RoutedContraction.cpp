@@ -16,9 +16,9 @@ using namespace mlir::tp;
 
 namespace {
 
-/// Whether the body of `op` is `acc + x * y` over its two inputs as they
-/// are (no widening: the grouped GEMM's operands and result share a type),
-/// every other op of the body dead and pure.
+/// Whether the body of `op` is `acc + x * y` over its two inputs, each
+/// read as it is or widened by one arith.extf to the accumulator's type
+/// (a 16-bit product into f32), every other op of the body dead and pure.
 bool isMultiplyAccumulate(linalg::LinalgOp op) {
   Block *body = op.getBlock();
   if (!body || body->getNumArguments() != 3)
@@ -36,14 +36,52 @@ bool isMultiplyAccumulate(linalg::LinalgOp op) {
   auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
   if (!mul)
     return false;
+  SmallVector<Operation *> chain = {add, mul, yield};
+  auto input = [&](Value v) {
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>()) {
+      chain.push_back(ext);
+      return ext.getIn();
+    }
+    return v;
+  };
+  Value l = input(mul.getLhs()), r = input(mul.getRhs());
   Value x = body->getArgument(0), y = body->getArgument(1);
-  if (!((mul.getLhs() == x && mul.getRhs() == y) ||
-        (mul.getLhs() == y && mul.getRhs() == x)))
+  if (!((l == x && r == y) || (l == y && r == x)))
     return false;
   for (Operation &inner : *body)
-    if (&inner != add && &inner != mul && &inner != yield && !isPure(&inner))
+    if (!llvm::is_contained(chain, &inner) && !isPure(&inner))
       return false;
   return true;
+}
+
+/// The elementwise linalg.generic that is the only use of `result` and
+/// rounds it to `narrow` (arith.truncf to nearest even; identity maps, its
+/// init not read), or null: torch-mlir's 16-bit product, summed in f32 and
+/// rounded back, which is the 16-bit GEMM's meaning.
+linalg::GenericOp narrowingConsumer(Value result, Type narrow) {
+  if (!result.hasOneUse())
+    return {};
+  auto generic = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      generic->getNumResults() != 1 ||
+      generic.getDpsInputOperand(0)->get() != result ||
+      generic.getNumLoops() != generic.getNumParallelLoops() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return {};
+  Block *body = generic.getBlock();
+  if (!body->getArgument(1).use_empty() || body->getOperations().size() != 2)
+    return {};
+  auto trunc = dyn_cast<arith::TruncFOp>(body->front());
+  if (!trunc || trunc.getIn() != body->getArgument(0) ||
+      body->getTerminator()->getOperand(0) != trunc.getResult() ||
+      trunc.getType() != narrow)
+    return {};
+  if (std::optional<arith::RoundingMode> mode = trunc.getRoundingmode())
+    if (*mode != arith::RoundingMode::to_nearest_even)
+      return {};
+  return generic;
 }
 
 /// Whether `v`, a value used in `body`, is computed from the block
@@ -294,9 +332,21 @@ std::optional<RoutedContraction> matchWith(linalg::LinalgOp op,
   Value other = op.getDpsInputOperand(1 - r.weightInput)->get();
   auto otherType = cast<RankedTensorType>(other.getType());
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-  if (!isa<FloatType>(element) || otherType.getElementType() != element ||
-      resultType.getElementType() != element)
-    return refuse("its operands and result are not of one float type");
+  if (!isa<FloatType>(element) || otherType.getElementType() != element)
+    return refuse("its operands are not of one float type");
+  if (resultType.getElementType() != element) {
+    // 16-bit operands into f32, rounded back by the only use: the 16-bit
+    // grouped GEMM (f32 sums, rounded once) computes exactly that.
+    r.narrowing = narrowingConsumer(op->getResult(0), element);
+    Value init = op.getDpsInitOperand(0)->get();
+    auto fill = init.getDefiningOp<linalg::FillOp>();
+    if (!(element.isBF16() || element.isF16()) ||
+        !resultType.getElementType().isF32() || !r.narrowing || !fill ||
+        !matchPattern(fill.getInputs().front(), m_AnyZeroFloat()))
+      return refuse("its operands and result are not of one float type (and "
+                    "it is not a 16-bit product from zero rounded back by its "
+                    "only use)");
+  }
   if (!isMultiplyAccumulate(op))
     return refuse("its body is not a multiply-accumulate of its inputs");
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();

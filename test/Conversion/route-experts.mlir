@@ -206,7 +206,7 @@ func.func @index_from_loop(%ids: tensor<6xi64>, %x: tensor<6x8x1xf32>, %w: tenso
 #row3 = affine_map<(d0, d1, d2) -> (d0)>
 
 // Operands of two types (a bf16 stack times f32 rows into f32): the
-// grouped GEMM takes one type; left alone with a remark.
+// grouped GEMM takes one type for A and B; left alone with a remark.
 func.func @mixed_types(%ids: tensor<6xi64>, %x: tensor<6x8x1xf32>, %w: tensor<3x5x8xbf16>) -> tensor<6x5x1xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<6x5x8xbf16>
@@ -221,7 +221,73 @@ func.func @mixed_types(%ids: tensor<6xi64>, %x: tensor<6x8x1xf32>, %w: tensor<3x
   } -> tensor<6x5x8xbf16>
   %ye = tensor.empty() : tensor<6x5x1xf32>
   %yf = linalg.fill ins(%zero : f32) outs(%ye : tensor<6x5x1xf32>) -> tensor<6x5x1xf32>
-  // expected-remark @+1 {{not routed: its operands and result are not of one float type}}
+  // expected-remark @+1 {{not routed: its operands are not of one float type}}
   %y = linalg.batch_matmul ins(%g, %x : tensor<6x5x8xbf16>, tensor<6x8x1xf32>) outs(%yf : tensor<6x5x1xf32>) -> tensor<6x5x1xf32>
+  return %y : tensor<6x5x1xf32>
+}
+
+// -----
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0)>
+
+// torch-mlir's bf16 export: bf16 operands into an f32 accumulator from a
+// zero fill, rounded back to bf16 by the product's only use. The bf16
+// grouped GEMM (f32 sums, rounded once) computes exactly that: the
+// rounding generic goes, and the rows put back are bf16.
+// CHECK-LABEL: func.func @bf16_rounded_back
+// CHECK-NOT: linalg.batch_matmul
+// CHECK: call @tprt_mlir_gemm_grouped_bf16(
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<6x5x1xbf16>)
+// CHECK-NOT: arith.truncf
+// CHECK: return %[[Y]] : tensor<6x5x1xbf16>
+func.func @bf16_rounded_back(%ids: tensor<6xi64>, %x: tensor<6x8x1xbf16>, %w: tensor<3x5x8xbf16>) -> tensor<6x5x1xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x5x8xbf16>
+  %g = linalg.generic {indexing_maps = [#row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%ids : tensor<6xi64>) outs(%e : tensor<6x5x8xbf16>) {
+  ^bb0(%in: i64, %out: bf16):
+    %i = arith.index_cast %in : i64 to index
+    %o = linalg.index 1 : index
+    %k = linalg.index 2 : index
+    %v = tensor.extract %w[%i, %o, %k] : tensor<3x5x8xbf16>
+    linalg.yield %v : bf16
+  } -> tensor<6x5x8xbf16>
+  %ye = tensor.empty() : tensor<6x5x1xf32>
+  %yf = linalg.fill ins(%zero : f32) outs(%ye : tensor<6x5x1xf32>) -> tensor<6x5x1xf32>
+  %y = linalg.batch_matmul ins(%g, %x : tensor<6x5x8xbf16>, tensor<6x8x1xbf16>) outs(%yf : tensor<6x5x1xf32>) -> tensor<6x5x1xf32>
+  %re = tensor.empty() : tensor<6x5x1xbf16>
+  %r = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%y : tensor<6x5x1xf32>) outs(%re : tensor<6x5x1xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<6x5x1xbf16>
+  return %r : tensor<6x5x1xbf16>
+}
+
+// -----
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0)>
+
+// The same bf16 product kept in f32 (its f32 sums are read): no 16-bit
+// grouped GEMM computes that; left alone with a remark.
+func.func @bf16_into_f32(%ids: tensor<6xi64>, %x: tensor<6x8x1xbf16>, %w: tensor<3x5x8xbf16>) -> tensor<6x5x1xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x5x8xbf16>
+  %g = linalg.generic {indexing_maps = [#row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%ids : tensor<6xi64>) outs(%e : tensor<6x5x8xbf16>) {
+  ^bb0(%in: i64, %out: bf16):
+    %i = arith.index_cast %in : i64 to index
+    %o = linalg.index 1 : index
+    %k = linalg.index 2 : index
+    %v = tensor.extract %w[%i, %o, %k] : tensor<3x5x8xbf16>
+    linalg.yield %v : bf16
+  } -> tensor<6x5x8xbf16>
+  %ye = tensor.empty() : tensor<6x5x1xf32>
+  %yf = linalg.fill ins(%zero : f32) outs(%ye : tensor<6x5x1xf32>) -> tensor<6x5x1xf32>
+  // expected-remark @+1 {{not routed: its operands and result are not of one float type (and it is not a 16-bit product from zero rounded back by its only use)}}
+  %y = linalg.batch_matmul ins(%g, %x : tensor<6x5x8xbf16>, tensor<6x8x1xbf16>) outs(%yf : tensor<6x5x1xf32>) -> tensor<6x5x1xf32>
   return %y : tensor<6x5x1xf32>
 }

@@ -68,6 +68,10 @@ struct RoutedContraction {
   /// GEMM's transposed B) or the reduction.
   bool transB = false;
   int64_t rows = 0, tokens = 1, outs = 0, k = 0, experts = 0;
+  /// A 16-bit product into f32 from a zero fill whose only use rounds it
+  /// back (torch-mlir's bf16 exports): that rounding generic, which the
+  /// 16-bit grouped GEMM replaces; null when the types are one.
+  linalg::GenericOp narrowing;
 };
 
 /// The routed form of `op`, or nullopt. `why` is left empty when `op` does

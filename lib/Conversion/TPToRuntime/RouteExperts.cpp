@@ -365,7 +365,12 @@ void Router::route(const RoutedContraction &r) {
 
   // 6. Back to row order, in the result's own dimension order.
   Value init = op.getDpsInitOperand(0)->get();
-  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  // A 16-bit product rounded back by its only use: the result is that
+  // use's, in the operands' type (the GEMM sums in f32 and rounds once).
+  linalg::GenericOp narrowing = r.narrowing;
+  Operation *replaced =
+      narrowing ? narrowing.getOperation() : op.getOperation();
+  auto resultType = cast<RankedTensorType>(replaced->getResult(0).getType());
   AffineMap resultMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   unsigned rank = resultType.getRank();
   int rowDim = -1, tokenDim = -1, outDim = -1;
@@ -378,7 +383,7 @@ void Router::route(const RoutedContraction &r) {
     else
       tokenDim = int(i);
   }
-  bool accumulate = !isZeroFill(init);
+  bool accumulate = !r.narrowing && !isZeroFill(init);
   Value resultInit =
       accumulate ? init
                  : Value(tensor::EmptyOp::create(b, loc, resultType.getShape(),
@@ -407,8 +412,10 @@ void Router::route(const RoutedContraction &r) {
           value = arith::AddFOp::create(nb, l, args[1], value);
         linalg::YieldOp::create(nb, l, value);
       });
-  op->getResult(0).replaceAllUsesWith(result);
+  replaced->getResult(0).replaceAllUsesWith(result);
   Operation *gather = r.gather;
+  if (narrowing)
+    narrowing->erase();
   op->erase();
   if (gather->use_empty()) {
     Value gatherInit = gather->getOperands().back(); // its init
