@@ -334,15 +334,27 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
   // Per strategy, only where the experts stay whole: a stack split by
   // experts is read through a masked gather (expert parallelism), which
   // the lowering does not route, and its result is a pending sum.
+  // A 16-bit product rounded back by its only use is routed only while
+  // that use reads it directly: a stack split by the reduction makes the
+  // product a pending sum, reduced in f32 before the rounding.
   bool routedGather = isRoutedGatherOnly(op);
   Value routedStack;
-  if (routedGather)
+  int64_t narrowedReductionDim = -1; // of the stack
+  if (routedGather) {
     if (auto extract = op->getRegion(0)
                            .front()
                            .getTerminator()
                            ->getOperand(0)
                            .getDefiningOp<tensor::ExtractOp>())
       routedStack = extract.getTensor();
+    for (Operation *user : op->getResult(0).getUsers()) {
+      std::string why;
+      std::optional<RoutedContraction> r =
+          matchRoutedContraction(cast<linalg::LinalgOp>(user), why);
+      if (r && r->narrowing)
+        narrowedReductionDim = r->transB ? 2 : 1;
+    }
+  }
   std::optional<RoutedContraction> routed;
   if (auto contraction = dyn_cast<linalg::LinalgOp>(op)) {
     std::string why;
@@ -661,7 +673,8 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
         bool fused = in.slot < op->getNumOperands() &&
                      isFusedIntoConsumer(op->getOpOperand(in.slot));
         if (gatherRouted && in.value == routedStack && layout &&
-            layout.isSplit(0))
+            (layout.isSplit(0) ||
+             (narrowedReductionDim > 0 && layout.isSplit(narrowedReductionDim))))
           gatherRouted = false;
         if (routed && in.value == routed->gather->getResult(0) && layout &&
             layout.isPartial())
@@ -675,6 +688,11 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
           bytes += inBytes;
         }
       }
+      if (contractionRouted && routed->narrowing &&
+          llvm::any_of(s.results, [](LayoutAttr l) {
+            return l && l.isPartial();
+          }))
+        contractionRouted = false;
       if (gatherRouted)
         bytes = 0; // the routed program has no gather
       if (contractionRouted) {
