@@ -10,6 +10,8 @@
 
 #include "PlanBuilder.h"
 
+#include "tp/Analysis/RoutedContraction.h"
+
 using namespace mlir;
 using namespace mlir::tp;
 using namespace mlir::tp::detail;
@@ -324,6 +326,51 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
   MLIRContext *ctx = op->getContext();
   int64_t numFactors = rule.factors.size();
 
+  // A mixture of experts' per-row copy of its experts' weights, which the
+  // lowering computes as a routed GEMM (tp-route-experts), is never formed:
+  // the gather holds and writes nothing, and the contraction reading it
+  // reads each expert's weight once (the copy's bytes scaled by experts /
+  // rows) and holds the rows sorted by expert and their products.
+  // Per strategy, only where the experts stay whole: a stack split by
+  // experts is read through a masked gather (expert parallelism), which
+  // the lowering does not route, and its result is a pending sum.
+  // A 16-bit product rounded back by its only use is routed only while
+  // that use reads it directly: a stack split by the reduction makes the
+  // product a pending sum, reduced in f32 before the rounding.
+  bool routedGather = isRoutedGatherOnly(op);
+  Value routedStack;
+  int64_t narrowedReductionDim = -1; // of the stack
+  if (routedGather) {
+    if (auto extract = op->getRegion(0)
+                           .front()
+                           .getTerminator()
+                           ->getOperand(0)
+                           .getDefiningOp<tensor::ExtractOp>())
+      routedStack = extract.getTensor();
+    for (Operation *user : op->getResult(0).getUsers()) {
+      std::string why;
+      std::optional<RoutedContraction> r =
+          matchRoutedContraction(cast<linalg::LinalgOp>(user), why);
+      if (r && r->narrowing)
+        narrowedReductionDim = r->transB ? 2 : 1;
+    }
+  }
+  std::optional<RoutedContraction> routed;
+  if (auto contraction = dyn_cast<linalg::LinalgOp>(op)) {
+    std::string why;
+    routed = matchRoutedContraction(contraction, why);
+    if (routed && !isRoutedGatherOnly(routed->gather))
+      routed.reset();
+  }
+  // A transpose that only contractions read is folded into their GEMM
+  // calls' transpose flags (tp-gemm-to-runtime): it holds nothing.
+  bool foldedTranspose =
+      isa<linalg::TransposeOp>(op) && !op->use_empty() &&
+      llvm::all_of(op->getUsers(), [](Operation *user) {
+        auto contraction = dyn_cast<linalg::LinalgOp>(user);
+        return contraction && linalg::isaContractionOpInterface(contraction);
+      });
+
   // The token factors of this op (for sequence-parallel on/off).
   SmallVector<bool> isToken(numFactors, false);
   auto markTokens = [&](Value v, const TensorFactors &dims) {
@@ -580,6 +627,8 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
           return;
       }
       double bytes = 0;
+      bool gatherRouted = routedGather, contractionRouted = routed.has_value();
+      double gatheredBytes = 0, rowBytes = 0;
       for (Input &in : node.inputs) {
         LayoutAttr layout;
         if (in.slot < rule.operands.size() && rule.operands[in.slot]) {
@@ -623,15 +672,42 @@ void PlanBuilder::addRuleStrategies(Node &node, const ShardingRule &rule) {
         // is never written to memory, nor read back here.
         bool fused = in.slot < op->getNumOperands() &&
                      isFusedIntoConsumer(op->getOpOperand(in.slot));
-        if (!isInit && !fused)
-          bytes += localBytes(in.value.getType(), layout);
+        if (gatherRouted && in.value == routedStack && layout &&
+            (layout.isSplit(0) ||
+             (narrowedReductionDim > 0 && layout.isSplit(narrowedReductionDim))))
+          gatherRouted = false;
+        if (routed && in.value == routed->gather->getResult(0) && layout &&
+            layout.isPartial())
+          contractionRouted = false;
+        if (!isInit && !fused) {
+          double inBytes = localBytes(in.value.getType(), layout);
+          if (routed && in.value == routed->gather->getResult(0))
+            gatheredBytes = inBytes;
+          else if (routed && in.slot < op->getNumOperands())
+            rowBytes = inBytes;
+          bytes += inBytes;
+        }
+      }
+      if (contractionRouted && routed->narrowing &&
+          llvm::any_of(s.results, [](LayoutAttr l) {
+            return l && l.isPartial();
+          }))
+        contractionRouted = false;
+      if (gatherRouted)
+        bytes = 0; // the routed program has no gather
+      if (contractionRouted) {
+        // Each expert's weight read once instead of the per-row copy; the
+        // rows sorted by expert held.
+        bytes -= gatheredBytes * (1.0 - std::min(1.0, double(routed->experts) /
+                                                          double(routed->rows)));
+        s.activationBytes += rowBytes;
       }
       for (auto [r, result] : llvm::enumerate(op->getResults())) {
-        double b = localBytes(result.getType(), s.results[r]);
+        double b = gatherRouted ? 0.0 : localBytes(result.getType(), s.results[r]);
         if (!result.hasOneUse() || !isFusedIntoConsumer(*result.use_begin()))
           bytes += b;
-        if (!rule.viewLike)
-          s.activationBytes += b;
+        if (!rule.viewLike && !foldedTranspose)
+          s.activationBytes += contractionRouted ? 2 * b : b; // + the products
       }
       double points = 1;
       for (int64_t f = 0; f < numFactors; ++f)

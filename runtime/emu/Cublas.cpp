@@ -392,3 +392,85 @@ MOCK_EXPORT cublasStatus_t cublasGemmBatchedEx(
                                 Barray, bt, ldb, beta, Carray, ct, ldc, batch,
                                 compute, algo);
 }
+
+// cublasGemmGroupedBatchedEx: group i holds group_size[i] products of one
+// shape, (transa, transb, m, n, k, lda, ldb, ldc, alpha, beta)[i]; the
+// pointer arrays (in device memory, as cuBLAS requires) hold one entry per
+// product, the groups' products in order. Its table of types is narrower
+// than cublasGemmEx's: A, B and C of one type, f32, f16 or bf16, with f32
+// compute (f32 also FAST_TF32); anything else is NOT_SUPPORTED.
+MOCK_EXPORT cublasStatus_t cublasGemmGroupedBatchedEx_64(
+    cublasHandle_t handle, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int64_t m_array[],
+    const int64_t n_array[], const int64_t k_array[], const void *alpha_array,
+    const void *const Aarray[], cudaDataType at, const int64_t lda_array[],
+    const void *const Barray[], cudaDataType bt, const int64_t ldb_array[],
+    const void *beta_array, void *const Carray[], cudaDataType ct,
+    const int64_t ldc_array[], int64_t group_count, const int64_t group_size[],
+    cublasComputeType_t compute) {
+  const char *call = "cublasGemmGroupedBatchedEx";
+  if (!handle)
+    return complain(CUBLAS_STATUS_NOT_INITIALIZED,
+                    std::string(call) + ": no handle");
+  Types types;
+  if (cublasStatus_t s = typesOf(call, at, bt, ct, compute, types))
+    return s;
+  if (types.cDtype != types.dtype || types.dtype == TPRT_F64)
+    return complain(CUBLAS_STATUS_NOT_SUPPORTED,
+                    std::string(call) + ": data types (A " +
+                        std::to_string(at) + ", B " + std::to_string(bt) +
+                        ", C " + std::to_string(ct) + ") with compute type " +
+                        std::to_string(compute) +
+                        " are not one of its combinations");
+  if (group_count < 0)
+    return complain(CUBLAS_STATUS_INVALID_VALUE,
+                    std::string(call) + ": negative group count");
+  int64_t total = 0;
+  for (int64_t i = 0; i < group_count; ++i) {
+    if (group_size[i] < 0)
+      return complain(CUBLAS_STATUS_INVALID_VALUE,
+                      std::string(call) + ": negative group size");
+    total += group_size[i];
+  }
+  if (total == 0)
+    return CUBLAS_STATUS_SUCCESS;
+  size_t bytes = size_t(total) * sizeof(void *);
+  char why[512];
+  const void *arrays[] = {Aarray, Barray, Carray};
+  const void *host[3];
+  const char *names[] = {"Aarray", "Barray", "Carray"};
+  for (int i = 0; i < 3; ++i)
+    if (!(host[i] = tprtEmuHostRange(arrays[i], bytes, why, sizeof(why))))
+      return complain(CUBLAS_STATUS_EXECUTION_FAILED,
+                      std::string(call) + ": pointer array " + names[i] +
+                          " of " + std::to_string(total) +
+                          " entries is not in device memory: " + why);
+  size_t entries = static_cast<size_t>(total);
+  std::vector<const void *> a(entries), b(entries);
+  std::vector<void *> c(entries);
+  std::memcpy(a.data(), host[0], bytes);
+  std::memcpy(b.data(), host[1], bytes);
+  std::memcpy(c.data(), host[2], bytes);
+  auto *h = reinterpret_cast<Handle *>(handle);
+  size_t product = 0;
+  for (int64_t i = 0; i < group_count; ++i) {
+    Gemm g{call,         transa_array[i], transb_array[i], m_array[i],
+           n_array[i],   k_array[i],      lda_array[i],    ldb_array[i],
+           ldc_array[i], types,           0,               0};
+    if (cublasStatus_t s = checkShape(g, group_size[i]))
+      return s;
+    // The scalars: one per group, of the compute type (f32 here).
+    if (cublasStatus_t s = scalar(call, h,
+                                  static_cast<const float *>(alpha_array) + i,
+                                  false, g.alpha))
+      return s;
+    if (cublasStatus_t s = scalar(call, h,
+                                  static_cast<const float *>(beta_array) + i,
+                                  false, g.beta))
+      return s;
+    for (int64_t j = 0; j < group_size[i]; ++j, ++product)
+      if (cublasStatus_t s = one(g, a[product], b[product], c[product]))
+        return s;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}

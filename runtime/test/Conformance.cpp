@@ -27,7 +27,9 @@
 //    tprt_gemm_strided_batched, tprt_gemm_mixed (f16 and bf16 operands
 //    into f32, batched and strided, against the double reference within
 //    f32's rounding: never rounded to 16 bits) and tprt_gemm_shared_a (against plain
-//    tprt_gemm calls), tprt_gemm_epilogue (against the formula in
+//    tprt_gemm calls), tprt_gemm_grouped (uneven and empty groups, row
+//    counts in the context's memory, against the double reference, rows
+//    past the counts untouched), tprt_gemm_epilogue (against the formula in
 //    double: every activation, with and without bias and addend, the
 //    addend in C itself), the topology queries (TPRT_RANKS_PER_NODE
 //    when set) and tprt_memcpy.
@@ -302,6 +304,9 @@ private:
   void testSharedAGemm(tprt_dtype dtype, bool transA, bool transB,
                        bool interleaved);
   void testSharedAGemmErrors();
+  void testGroupedGemm(tprt_dtype dtype, bool transB,
+                       const std::vector<int64_t> &counts, float beta);
+  void testGroupedGemmErrors();
   void testGemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
                         int activation, bool withBias, int addend,
                         int shift = 0);
@@ -1116,6 +1121,143 @@ void Suite::testSharedAGemmErrors() {
                TPRT_OK, "shared-A gemm with m = 0 does nothing", nullptr);
 }
 
+void Suite::testGroupedGemm(tprt_dtype dtype, bool transB,
+                            const std::vector<int64_t> &counts, float beta) {
+  // A [rows, k] (rows padded by one element) in groups of counts[g] rows,
+  // B [groups, k, n] ([groups, n, k] with trans_b) with a gap of 3 elements
+  // between the groups' matrices, C [rows, n] with padded rows; two spare
+  // rows past the counts' sum, which must stay untouched.
+  const int64_t n = 5, k = 4, gap = 3;
+  int groups = int(counts.size());
+  int64_t used = 0;
+  for (int64_t c : counts)
+    used += c;
+  int64_t rows = used + 2, lda = k + 1, ldc = n + 1;
+  int64_t rowsB = transB ? n : k, ldb = transB ? k : n;
+  int64_t strideB = rowsB * ldb + gap;
+  size_t es = tprt::dtypeSize(dtype);
+  std::vector<char> a(size_t(rows * lda) * es),
+      b(size_t(groups * strideB) * es), c(size_t(rows * ldc) * es);
+  std::vector<int64_t> groupOf(size_t(rows), -1);
+  for (int64_t g = 0, r = 0; g < groups; ++g)
+    for (int64_t i = 0; i < counts[size_t(g)]; ++i)
+      groupOf[size_t(r++)] = g;
+  auto valueA = [&](int64_t i, int64_t l) {
+    return roundTo(dtype, double((i * 3 + l * 5) % 7 - 3));
+  };
+  auto valueB = [&](int64_t g, int64_t l, int64_t j) {
+    return roundTo(dtype, double((g * 4 + l * 2 + j * 3) % 5 - 2));
+  };
+  auto valueC = [&](int64_t i, int64_t j) {
+    return roundTo(dtype, double((i + j * 3) % 4) - 1);
+  };
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t l = 0; l < lda; ++l)
+      store(dtype, a.data(), i * lda + l, l < k ? valueA(i, l) : 99.0);
+  for (int64_t x = 0; x < groups * strideB; ++x)
+    store(dtype, b.data(), x, 99.0);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t l = 0; l < k; ++l)
+      for (int64_t j = 0; j < n; ++j)
+        store(dtype, b.data(),
+              g * strideB + (transB ? j * ldb + l : l * ldb + j),
+              valueB(g, l, j));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < ldc; ++j)
+      store(dtype, c.data(), i * ldc + j,
+            j < n && i < used ? (beta == 0.0f ? NAN : valueC(i, j)) : 77.0);
+  std::vector<char> countBytes(counts.size() * sizeof(int64_t));
+  if (!counts.empty())
+    std::memcpy(countBytes.data(), counts.data(), countBytes.size());
+
+  const float alpha = 0.5f;
+  std::string what = std::string("grouped gemm ") + name(dtype) +
+                     (transB ? " B^T" : " B") + " groups " +
+                     shapeText(counts) + " beta " + std::to_string(beta);
+  Buffer da(ctx, a), db(ctx, b), dc(ctx, c), dcounts(ctx, countBytes);
+  tprt_stats before = {}, after = {};
+  tprt_stats_get(ctx, &before);
+  tprt_status status = tprt_gemm_grouped(
+      ctx, dtype, transB, groups,
+      static_cast<const int64_t *>(dcounts.data()), rows, n, k, alpha,
+      da.data(), lda, db.data(), ldb, strideB, beta, dc.data(), ldc, nullptr);
+  if (status != TPRT_OK)
+    return check(false, what, tprt_last_error());
+  tprt_stats_get(ctx, &after);
+  uint64_t products = 0;
+  for (int64_t count : counts)
+    products += count > 0 ? 1 : 0;
+  check(after.gemm_calls == before.gemm_calls + products &&
+            after.gemm_flops == before.gemm_flops + 2.0 * used * n * k,
+        what + " counts " + std::to_string(products) + " GEMMs");
+  Shape padded = {rows, ldc};
+  compare(what, dtype, isHalf(dtype), dc.host(), padded, [&](const Index &ij) {
+    int64_t i = ij[0], j = ij[1];
+    if (j >= n || i >= used)
+      return 77.0; // the padding and the rows past the counts
+    int64_t g = groupOf[size_t(i)];
+    double sum = 0;
+    for (int64_t l = 0; l < k; ++l)
+      sum += valueA(i, l) * valueB(g, l, j);
+    return alpha * sum + (beta == 0.0f ? 0.0 : beta * valueC(i, j));
+  });
+}
+
+void Suite::testGroupedGemmErrors() {
+  float a[64] = {0}, b[64] = {0}, c[64] = {0};
+  int64_t counts[3] = {2, 1, 1}, negative[2] = {2, -1}, many[2] = {3, 2};
+  expectStatus(tprt_gemm_grouped(ctx, TPRT_F32, 0, 3, counts, 4, 2, 2, 1.0f, a,
+                                 1, b, 2, 4, 0.0f, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "grouped gemm rejects a short lda",
+               "lda is 1, smaller than the 2 columns of A as stored");
+  expectStatus(tprt_gemm_grouped(ctx, TPRT_F32, 0, -1, counts, 4, 2, 2, 1.0f,
+                                 a, 2, b, 2, 4, 0.0f, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "grouped gemm rejects a negative group count",
+               "groups is -1, expected >= 0");
+  expectStatus(tprt_gemm_grouped(ctx, TPRT_F32, 0, 3, nullptr, 4, 2, 2, 1.0f,
+                                 a, 2, b, 2, 4, 0.0f, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "grouped gemm rejects null row counts", "group_rows is null");
+  expectStatus(tprt_gemm_grouped(ctx, TPRT_I64, 0, 3, counts, 4, 2, 2, 1.0f, a,
+                                 2, b, 2, 4, 0.0f, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT, "grouped gemm rejects i64",
+               "dtype i64 is not supported");
+  expectStatus(tprt_gemm_grouped(ctx, TPRT_F32, 1, 3, counts, 4, 2, 2, 1.0f, a,
+                                 2, b, 2, -4, 0.0f, c, 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "grouped gemm rejects a negative stride_b",
+               "stride_b is -4, expected >= 0");
+  expectStatus(tprt_gemm_grouped(ctx, TPRT_F32, 0, 0, nullptr, 4, 2, 2, 1.0f,
+                                 a, 2, b, 2, 4, 0.0f, c, 2, nullptr),
+               TPRT_OK, "grouped gemm of no groups does nothing", nullptr);
+  // Counts are read where the library reads them: the context's memory.
+  Buffer badCounts(ctx, std::vector<char>(reinterpret_cast<char *>(negative),
+                                          reinterpret_cast<char *>(negative) +
+                                              sizeof(negative)));
+  Buffer tooMany(ctx, std::vector<char>(reinterpret_cast<char *>(many),
+                                        reinterpret_cast<char *>(many) +
+                                            sizeof(many)));
+  Buffer da(ctx, std::vector<char>(sizeof(a))),
+      db(ctx, std::vector<char>(sizeof(b))),
+      dc(ctx, std::vector<char>(sizeof(c)));
+  expectStatus(tprt_gemm_grouped(
+                   ctx, TPRT_F32, 0, 2,
+                   static_cast<const int64_t *>(badCounts.data()), 4, 2, 2,
+                   1.0f, da.data(), 2, db.data(), 2, 4, 0.0f, dc.data(), 2,
+                   nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "grouped gemm rejects a negative row count",
+               "group_rows[1] is -1, expected >= 0");
+  expectStatus(tprt_gemm_grouped(
+                   ctx, TPRT_F32, 0, 2,
+                   static_cast<const int64_t *>(tooMany.data()), 4, 2, 2, 1.0f,
+                   da.data(), 2, db.data(), 2, 4, 0.0f, dc.data(), 2, nullptr),
+               TPRT_ERROR_INVALID_ARGUMENT,
+               "grouped gemm rejects counts past the rows",
+               "the group rows sum to more than the 4 rows of A and C");
+}
+
 void Suite::testGemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
                              int activation, bool withBias, int addend,
                              int shift) {
@@ -1407,6 +1549,14 @@ void Suite::run() {
     testSharedAGemm(TPRT_BF16, false, true, true);
     testSharedAGemm(TPRT_F16, true, false, false);
     testSharedAGemm(TPRT_F64, true, true, true);
+    // Uneven groups, an empty first and middle group, a single group.
+    for (tprt_dtype dtype : {TPRT_F32, TPRT_F64, TPRT_F16, TPRT_BF16})
+      for (bool transB : {false, true})
+        testGroupedGemm(dtype, transB, {0, 3, 1, 0, 5}, 0.0f);
+    testGroupedGemm(TPRT_F32, true, {4}, 0.0f);
+    testGroupedGemm(TPRT_BF16, false, {2, 2, 7}, 0.5f);
+    testGroupedGemm(TPRT_F32, false, {0, 0}, 0.0f);
+    testGroupedGemmErrors();
     // addend: 0 none, 1 a matrix of its own, 2 C itself.
     for (tprt_dtype dtype : {TPRT_F32, TPRT_BF16})
       for (int activation : {TPRT_ACTIVATION_NONE, TPRT_ACTIVATION_RELU,

@@ -155,6 +155,75 @@ void mixed(cublasHandle_t handle, cudaDataType type, bool transA, bool transB,
   cuMemFree(dc);
 }
 
+/// cublasGemmGroupedBatchedEx_64 as the runtime calls it for
+/// tprt_gemm_grouped: f32, one cuBLAS group per expert (group_size 1), the
+/// row-major C_g (m_g x n) = A_g (m_g x k) op(B_g) as the column-major
+/// C_g^T = op(B_g)^T A_g^T, pointer arrays in device memory; groups of 2
+/// and 3 rows of one A into the same rows of one C. Checked exactly
+/// (small integers).
+void grouped(cublasHandle_t handle, bool transB) {
+  const int64_t n = 4, k = 3, rows[2] = {2, 3}, total = 5;
+  std::vector<float> a(size_t(total * k)), b(size_t(2 * k * n)),
+      c(size_t(total * n), -7.0f);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(int(i * 5 % 7) - 3);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float(int(i * 3 % 5) - 2);
+  CUdeviceptr da = upload(a.data(), a.size() * 4),
+              db = upload(b.data(), b.size() * 4),
+              dc = upload(c.data(), c.size() * 4);
+  // [B_0, B_1, A_0, A_1, C_0, C_1]: cuBLAS's first operand is our B.
+  const void *pointers[6] = {
+      reinterpret_cast<void *>(db), reinterpret_cast<void *>(db + k * n * 4),
+      reinterpret_cast<void *>(da),
+      reinterpret_cast<void *>(da + rows[0] * k * 4),
+      reinterpret_cast<void *>(dc),
+      reinterpret_cast<void *>(dc + rows[0] * n * 4)};
+  CUdeviceptr arrays = upload(pointers, sizeof(pointers));
+  auto *device = reinterpret_cast<void **>(arrays);
+  cublasOperation_t first[2], second[2] = {CUBLAS_OP_N, CUBLAS_OP_N};
+  first[0] = first[1] = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int64_t ms[2] = {n, n}, ns[2] = {rows[0], rows[1]}, ks[2] = {k, k},
+          ldFirst[2] = {transB ? k : n, transB ? k : n}, ldSecond[2] = {k, k},
+          ldOut[2] = {n, n}, sizes[2] = {1, 1};
+  float alphas[2] = {1.0f, 2.0f}, betas[2] = {0.0f, 0.0f};
+  cublasStatus_t s = cublasGemmGroupedBatchedEx_64(
+      handle, first, second, ms, ns, ks, alphas, device, CUDA_R_32F, ldFirst,
+      device + 2, CUDA_R_32F, ldSecond, betas, device + 4, CUDA_R_32F, ldOut,
+      2, sizes, CUBLAS_COMPUTE_32F);
+  cuMemcpyDtoHAsync(c.data(), dc, c.size() * 4, nullptr);
+  cuStreamSynchronize(nullptr);
+  bool right = s == CUBLAS_STATUS_SUCCESS;
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t g = i < rows[0] ? 0 : 1;
+    for (int64_t j = 0; j < n; ++j) {
+      float want = 0;
+      for (int64_t l = 0; l < k; ++l)
+        want += a[size_t(i * k + l)] *
+                b[size_t(g * k * n + (transB ? j * k + l : l * n + j))];
+      right &= c[size_t(i * n + j)] == alphas[g] * want;
+    }
+  }
+  expect(right, std::string("grouped f32") + (transB ? " B^T" : "") +
+                    " groups of 2 and 3 rows");
+  // cublasGemmGroupedBatchedEx has no f64 (the runtime loops over
+  // cublasGemmEx for it) and no mixed types.
+  report("grouped f64",
+         cublasGemmGroupedBatchedEx_64(
+             handle, first, second, ms, ns, ks, alphas, device, CUDA_R_64F,
+             ldFirst, device + 2, CUDA_R_64F, ldSecond, betas, device + 4,
+             CUDA_R_64F, ldOut, 2, sizes, CUBLAS_COMPUTE_64F));
+  report("grouped bf16 into f32",
+         cublasGemmGroupedBatchedEx_64(
+             handle, first, second, ms, ns, ks, alphas, device, CUDA_R_16BF,
+             ldFirst, device + 2, CUDA_R_16BF, ldSecond, betas, device + 4,
+             CUDA_R_32F, ldOut, 2, sizes, CUBLAS_COMPUTE_32F));
+  cuMemFree(arrays);
+  cuMemFree(da);
+  cuMemFree(db);
+  cuMemFree(dc);
+}
+
 } // namespace
 
 int main() {
@@ -171,6 +240,8 @@ int main() {
   mixed(handle, CUDA_R_16BF, false, true, 1, 1.0f);
   mixed(handle, CUDA_R_16BF, true, false, 3, 0.0f);
   mixed(handle, CUDA_R_16F, true, true, 2, 0.5f);
+  grouped(handle, false);
+  grouped(handle, true);
 
   // The types cublasGemmEx refuses (its documented table): each one call.
   std::vector<float> host(64, 0.0f);

@@ -268,6 +268,42 @@ static void epilogue(int transA, int transB, int withAddend, int withBias) {
   expect(right, what);
 }
 
+/* tprt_mlir_gemm_grouped_f32: rows of A in groups of rows[g] (an empty
+ * group among them), group g times op(B[g]). Small integers: exact. */
+static void grouped(int transB) {
+  enum { G = 3, R = 6, K = 4, N = 5 };
+  float a[R * K], b[G * K * N], c[R * N];
+  int64_t rows[G] = {2, 0, 4}, i, j, l;
+  int64_t groupOf[R] = {0, 0, 2, 2, 2, 2};
+  int right = 1;
+  char what[80];
+  Memref2 ma, mc;
+  Memref3 mb;
+  Memref1 mrows;
+  for (i = 0; i < R * K; ++i)
+    a[i] = (float)((i * 5) % 7 - 3);
+  for (i = 0; i < G * K * N; ++i)
+    b[i] = (float)((i * 3) % 5 - 2);
+  for (i = 0; i < R * N; ++i)
+    c[i] = NAN;
+  ma = memref2(a, R, K);
+  mb = transB ? memref3(b, G, N, K) : memref3(b, G, K, N);
+  mrows = memref1(rows, G);
+  mc = memref2(c, R, N);
+  tprt_mlir_gemm_grouped_f32(transB, 2, &ma, 3, &mb, 1, &mrows, 2, &mc);
+  for (i = 0; i < R; ++i)
+    for (j = 0; j < N; ++j) {
+      float want = 0;
+      for (l = 0; l < K; ++l)
+        want += a[i * K + l] *
+                at(b, transB, transB ? N : K, transB ? K : N, groupOf[i], l, j);
+      if (c[i * N + j] != want)
+        right = 0;
+    }
+  snprintf(what, sizeof(what), "gemm_grouped f32%s", transB ? " B^T" : "");
+  expect(right, what);
+}
+
 int main(int argc, char **argv) {
   tprt_context *ctx = NULL;
   int64_t mesh[1] = {1};
@@ -316,6 +352,13 @@ int main(int argc, char **argv) {
     Memref2 a2 = memref2(a16, 2, 2), b2 = memref2(b16, 1, 4),
             c2 = memref2(c, 2, 2);
     tprt_mlir_gemm_bf16_f32(0, 0, 2, &a2, 2, &b2, 2, &c2);
+  } else if (argc == 2 && strcmp(argv[1], "bad-grouped") == 0) {
+    /* B of 2 groups, row counts for 3. */
+    int64_t rows[3] = {1, 1, 0};
+    Memref2 a2 = memref2(a, 2, 2), c2 = memref2(c, 2, 2);
+    Memref3 b3 = memref3(b, 2, 2, 2);
+    Memref1 r1 = memref1(rows, 3);
+    tprt_mlir_gemm_grouped_f32(0, 2, &a2, 3, &b3, 1, &r1, 2, &c2);
   } else if (argc == 1) {
     batched(0, 0);
     batched(1, 0);
@@ -333,12 +376,14 @@ int main(int argc, char **argv) {
     mixed(1, 1, 0);
     mixed(0, 1, 1);
     mixed(1, 0, 1);
+    grouped(0);
+    grouped(1);
     tprt_finalize(ctx);
     printf("model-abi: %d failed\n", failures);
     return failures ? 1 : 0;
   } else {
     fprintf(stderr, "usage: tprt-model-abi-test "
-                    "[bad-rank|bad-batch|bad-shape|bad-shared-a|bad-bias|bad-mixed]\n");
+                    "[bad-rank|bad-batch|bad-shape|bad-shared-a|bad-bias|bad-mixed|bad-grouped]\n");
     return 2;
   }
   printf("the bad call returned\n");

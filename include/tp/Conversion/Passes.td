@@ -171,6 +171,48 @@ def VectorizeCPUPass : Pass<"tp-vectorize-cpu", "::mlir::func::FuncOp"> {
   ];
 }
 
+def RouteExpertsPass : Pass<"tp-route-experts", "::mlir::ModuleOp"> {
+  let summary = "Compute a contraction over per-row expert weights as a "
+                "routed grouped GEMM";
+  let description = [{
+    A contraction whose weight operand is gathered, per (token, choice)
+    row, from a stack of experts by an index computed from the row's data
+    (Hugging Face's `batched_mm` experts: a `linalg.generic` yielding
+    `tensor.extract %stack[%id, i, j]`, then a `linalg.batch_matmul`) is
+    recognised by what it computes (tp/Analysis/RoutedContraction.h) and
+    computed as a routed GEMM: the rows counting-sorted by expert (linalg
+    ops on i64: counts, offsets, each row's place and its inverse), the
+    sorted rows times each expert's weight in one
+    `tprt_mlir_gemm_grouped_<t>` call (cuBLAS's grouped batched GEMM on
+    GPUs, the host BLAS per expert on CPUs), and the products put back in
+    row order. The `[rows, O, K]` copy of the weights is never formed.
+
+    ```mlir
+    // before: every row's expert weight copied, then one product per row
+    %w = linalg.generic ... ins(%ids : tensor<16xi64>) outs(%e : tensor<16x256x64xf32>) {
+      ... tensor.extract %stack[%id, %i, %j] : tensor<4x256x64xf32> ... }
+    %y = linalg.batch_matmul ins(%w, %x : tensor<16x256x64xf32>, tensor<16x64x1xf32>) ...
+    // after: counting sort (linalg), one grouped GEMM, rows put back
+    call @tprt_mlir_gemm_grouped_f32(%c1_i32, %xs, %stack, %counts, %ys)
+        : (i32, memref<*xf32>, memref<*xf32>, memref<*xi64>, memref<*xf32>) -> ()
+    %y = linalg.generic ... { tensor.extract %ys_t[%place, %o] ... }
+    ```
+
+    A contraction that reads such a gather but does not fit (several row
+    loops, an index that is not a loop index or one expert id, a stack
+    whose first dimension is not the experts, mixed element types, another
+    body) is left alone with a remark `not routed: <why>`. Runs on tensors
+    before `tp-gemm-to-runtime`, in `tp-lower-cpu` and `tp-lower-gpu`;
+    static shapes.
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::func::FuncDialect",
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def GemmToRuntimePass : Pass<"tp-gemm-to-runtime", "::mlir::ModuleOp"> {
   let summary = "Lower every matmul-family linalg op to the runtime's GEMM calls";
   let description = [{

@@ -40,6 +40,12 @@ inline constexpr int kMaxSharedAGemms = 4;
 /// a `memref<0xT>` for an absent addend or bias (tp-gemm-epilogues).
 inline constexpr llvm::StringLiteral kGemmEpilogue = "gemm_epilogue";
 
+/// `tprt_mlir_gemm_grouped_<suffix>` (i32 trans_b, A [R, K], B [G, K, N]
+/// or [G, N, K], rows [G] i64, C [R, N]): a mixture of experts' routed
+/// product, the rows of A in groups of rows[g], group g times op(B[g])
+/// (tp-route-experts).
+inline constexpr llvm::StringLiteral kGemmGrouped = "gemm_grouped";
+
 /// `tprt_mlir_slice_<suffix>` (i64 dim, i64 axes_mask, in, out): copies
 /// this device's block of `in` along `dim`.
 inline constexpr llvm::StringLiteral kSlice = "slice";

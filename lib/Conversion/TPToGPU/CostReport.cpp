@@ -23,7 +23,16 @@
 //    B_i, writes every C_i, and does the N products' flops. A GEMM with an
 //    epilogue (`tprt_mlir_gemm_epilogue_<t>`: trans_a, trans_b, activation,
 //    A, B, addend, bias, C) is one GEMM that also reads the addend and the
-//    bias (none: a memref<0xT>, 0 bytes). Any other call (collectives, and any
+//    bias (none: a memref<0xT>, 0 bytes). A grouped GEMM
+//    (`tprt_mlir_gemm_grouped_<t>`: trans_b, A [R, K], B [G, ., .], rows
+//    [G], C [R, N]: a mixture of experts' routed product) reads A, every
+//    expert's weight once and the counts, writes C and does 2 * R * N * K
+//    flops; its time is G products of R / G rows each (the tokens spread
+//    evenly over the experts: every expert's weight read). Beside it, the
+//    time of one product of all R rows with one expert's weight (every
+//    token routed to one expert: `one_group_seconds`) and the larger of
+//    the two (`worst_case_seconds`): which is slower depends on the shape
+//    (wave quantisation against the weights' bytes). Any other call (collectives, and any
 //    entry point added later, e.g. a fused attention) follows the runtime
 //    ABI's "outputs last": its last memref operand is written and the others
 //    are read. Unranked operands are traced through memref.cast to the
@@ -178,6 +187,8 @@ struct Entry {
   SmallVector<int64_t> grid, block;
   SmallVector<int64_t> gemmShape; // batch, M, N, K
   gpucost::Time time;
+  /// Grouped GEMMs: the time if every row went to one group.
+  std::optional<double> oneGroupSeconds;
   /// Kernels: what the counter found (issue slots, tensor flops, ...).
   gpucost::KernelWork work;
   /// Runtime calls: a collective (its time is communication).
@@ -504,9 +515,52 @@ LogicalResult Reporter::run(func::FuncOp fn, FunctionReport &report) {
         call.getCallee().starts_with(prefix + runtime::kGemmSharedA.str());
     bool epilogue = call.getCallee().starts_with(
         prefix + runtime::kGemmEpilogue.str() + "_");
-    bool isGemm = sharedA || call.getCallee().starts_with(gemm) ||
-                  call.getCallee().starts_with(batched);
-    if (epilogue) {
+    bool grouped = call.getCallee().starts_with(
+        prefix + runtime::kGemmGrouped.str() + "_");
+    bool isGemm = !grouped && (sharedA || call.getCallee().starts_with(gemm) ||
+                               call.getCallee().starts_with(batched));
+    if (grouped) {
+      // trans_b, A [R, K], B [G, ., .], rows [G], C [R, N].
+      if (buffers.size() != 4 || call.getNumOperands() != 5)
+        return call.emitOpError()
+               << "is not a grouped GEMM call of the runtime ABI (trans_b, "
+                  "A, B, rows, C)";
+      e.kind = "gemm";
+      MemRefType a = rankedType(buffers[0]), b = rankedType(buffers[1]),
+                 c = rankedType(buffers[3]);
+      if (!a || !b || !c || !a.hasStaticShape() || !b.hasStaticShape() ||
+          !c.hasStaticShape() || a.getRank() != 2 || b.getRank() != 3 ||
+          c.getRank() != 2)
+        return call.emitOpError()
+               << "has GEMM operands whose shapes the cost report cannot "
+                  "read";
+      int64_t groups = b.getDimSize(0), rows = c.getDimSize(0),
+              n = c.getDimSize(1), k = a.getDimSize(1);
+      int64_t perGroup = groups > 0 ? (rows + groups - 1) / groups : rows;
+      e.gemmShape = {groups, perGroup, n, k};
+      for (Value v : ArrayRef<Value>(buffers).drop_back())
+        e.read += bytes(v, report);
+      e.written = bytes(buffers[3], report);
+      e.flops = 2 * rows * n * k;
+      if (isArgument(buffers[0]) || isArgument(buffers[1]))
+        for (Value v : buffers)
+          activation(v);
+      bool sixteenBit = a.getElementType().getIntOrFloatBitWidth() <= 16;
+      (sixteenBit ? report.gemmFlops16 : report.gemmFlops32) += double(e.flops);
+      e.time = gpucost::gemmTime(groups, perGroup, n, k, sixteenBit,
+                                 double(e.read + e.written), device);
+      double oneWeight = groups > 0 ? double(bytes(buffers[1], report)) /
+                                          double(groups)
+                                    : 0.0;
+      e.oneGroupSeconds =
+          gpucost::gemmTime(1, rows, n, k, sixteenBit,
+                            double(bytes(buffers[0], report) +
+                                   bytes(buffers[3], report)) +
+                                oneWeight,
+                            device)
+              .seconds;
+      report.gemms.add(e);
+    } else if (epilogue) {
       // trans_a, trans_b, activation, A, B, addend, bias, C: one GEMM
       // whose epilogue reads the addend and the bias (memref<0xT>: none).
       if (buffers.size() != 5 || call.getNumOperands() != 8)
@@ -677,6 +731,10 @@ llvm::json::Value reportJson(const FunctionReport &r, const DeviceProfile &d) {
       o["n"] = e.gemmShape[2];
       o["k"] = e.gemmShape[3];
       o["bound"] = e.time.bound;
+      if (e.oneGroupSeconds) {
+        o["one_group_seconds"] = *e.oneGroupSeconds;
+        o["worst_case_seconds"] = std::max(*e.oneGroupSeconds, e.time.seconds);
+      }
     }
     if (e.kind == "call" && e.communication)
       o["communication"] = true;

@@ -4,6 +4,7 @@
 // ranks, kernels embedded as a gpu.binary (docs/passes/lower-gpu.md):
 //
 //   tp-decompose-aggregates, tp-fuse-attention     attention: one kernel
+//   tp-route-experts                               experts: grouped GEMMs
 //   tp-gemm-to-runtime, convert-tp-to-runtime      GEMMs, collectives → tprt
 //   tp-fuse-softmax                                softmax: one row kernel
 //   linalg-fuse-elementwise-ops                    fewer, larger kernels
@@ -207,6 +208,8 @@ void mlir::tp::buildLowerGPUPipeline(OpPassManager &pm,
     attention.kernel = options.attention;
     pm.addPass(createFuseAttentionPass(attention));
   }
+  // A mixture of experts' per-row weights: routed grouped GEMMs.
+  pm.addPass(createRouteExpertsPass());
   pm.addPass(createGemmToRuntimePass());
   // Products of one operand (Q, K, V; gate, up): one batched call.
   pm.addPass(createGroupGemmsPass());

@@ -3,7 +3,8 @@
 // A partitioned program down to the LLVM dialect for CPU ranks
 // (docs/passes/lower-cpu.md):
 //
-//   tp-decompose-aggregates, tp-gemm-to-runtime,   contractions → GEMM calls
+//   tp-decompose-aggregates, tp-route-experts,     experts' products → grouped
+//   tp-gemm-to-runtime,                            GEMMs; contractions → GEMMs
 //   convert-tp-to-runtime                          collectives → tprt calls
 //   tp-fuse-elementwise, tp-untie-fills            each tensor read once
 //   one-shot-bufferize, buffer-results-to-out-params (results in place)
@@ -54,8 +55,11 @@ void mlir::tp::buildLowerCPUPipeline(OpPassManager &pm,
   // Tensors: every contraction to the runtime's GEMM (BLAS), collectives to
   // runtime calls, then elementwise chains fused into their consumers.
   pm.addPass(createDecomposeAggregatesPass());
-  if (options.gemm)
+  if (options.gemm) {
+    // A mixture of experts' per-row weights: routed grouped GEMMs.
+    pm.addPass(createRouteExpertsPass());
     pm.addPass(createGemmToRuntimePass());
+  }
   pm.addPass(createConvertTPToRuntimePass());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());

@@ -292,6 +292,27 @@ TPRT_API tprt_status tprt_gemm_shared_a(
     const void *const *b, int64_t ldb, float beta, void *const *c,
     int64_t ldc, int count, void *stream);
 
+/* Grouped products, one per group of rows (a mixture of experts' routed
+ * GEMM: the rows of A are tokens sorted by expert, B_g is expert g's
+ * weight): for g < groups, C_g = alpha * A_g * op(B_g) + beta * C_g, where
+ * A_g and C_g are the group_rows[g] rows of A and C that follow the rows
+ * of the groups before g (row-major, row strides lda and ldc; A_g is
+ * group_rows[g] x k, C_g group_rows[g] x n) and B_g = b + g * stride_b is
+ * k x n (n x k with trans_b). `group_rows` holds `groups` int64 counts in
+ * the context's memory (device memory on GPU backends: the counts a kernel
+ * computed); each must be >= 0 and their sum at most `rows`, the rows A
+ * and C hold; rows past the sum are neither read nor written. cuBLAS's
+ * cublasGemmGroupedBatchedEx (one launch for every non-empty group; f64:
+ * one cublasGemmEx per group) on the rank's stream on GPU backends, after
+ * a copy of the counts to the host; the host GEMM per group on the CPU
+ * ones. Counted as one GEMM per non-empty group in tprt_stats, 2 x (sum of
+ * the counts) x n x k flops. */
+TPRT_API tprt_status tprt_gemm_grouped(
+    tprt_context *ctx, tprt_dtype dtype, int trans_b, int groups,
+    const int64_t *group_rows, int64_t rows, int64_t n, int64_t k,
+    float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+    int64_t stride_b, float beta, void *c, int64_t ldc, void *stream);
+
 /* The activation of tprt_gemm_epilogue. */
 typedef enum tprt_activation {
   TPRT_ACTIVATION_NONE = 0,

@@ -55,8 +55,12 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
  * + bias) with tprt_gemm_epilogue (one cublasLtMatmul with a fused
  * epilogue on GPU backends): `activation` is a tprt_activation, A, B,
  * addend and C are 2-D and bias is 1-D (C's columns); an addend or bias
- * with no elements (e.g. a memref<0xT>, of any rank) means none. The
- * integer variants fail (there is no integer product).
+ * with no elements (e.g. a memref<0xT>, of any rank) means none.
+ * tprt_mlir_gemm_grouped_* computes a mixture of experts' routed product
+ * with tprt_gemm_grouped: C [R, N] from A [R, K], whose rows come in
+ * groups of rows[g] (rows [G], i64, summing to at most R; the rows past
+ * the sum are not written), group g times op(B[g]), B [G, K, N] or
+ * [G, N, K] with trans_b. The integer variants fail (there is no integer product).
  * On GPU backends every buffer is device memory. */
 #define TPRT_MODEL_COLLECTIVES(SUFFIX)                                         \
   TPRT_API void tprt_mlir_all_reduce_##SUFFIX(                                \
@@ -95,6 +99,10 @@ TPRT_API int64_t tprt_mlir_axis_index(int64_t axes_mask);
       int64_t b2_rank, void *b2_desc, int64_t b3_rank, void *b3_desc,          \
       int64_t c0_rank, void *c0_desc, int64_t c1_rank, void *c1_desc,          \
       int64_t c2_rank, void *c2_desc, int64_t c3_rank, void *c3_desc);      \
+  TPRT_API void tprt_mlir_gemm_grouped_##SUFFIX(                              \
+      int32_t trans_b, int64_t a_rank, void *a_desc, int64_t b_rank,           \
+      void *b_desc, int64_t rows_rank, void *rows_desc, int64_t c_rank,        \
+      void *c_desc);                                                           \
   TPRT_API void tprt_mlir_gemm_epilogue_##SUFFIX(                             \
       int32_t trans_a, int32_t trans_b, int32_t activation, int64_t a_rank,    \
       void *a_desc, int64_t b_rank, void *b_desc, int64_t addend_rank,         \

@@ -78,6 +78,29 @@ tprt_status Backend::sharedAGemm(tprt_dtype dtype, bool transA, bool transB,
   return TPRT_OK;
 }
 
+tprt_status Backend::groupedGemm(tprt_dtype dtype, bool transB, int groups,
+                                 const int64_t *rows, int64_t n, int64_t k,
+                                 float alpha, const void *a, int64_t lda,
+                                 const void *b, int64_t ldb, int64_t strideB,
+                                 float beta, void *c, int64_t ldc) {
+  size_t es = dtypeSize(dtype);
+  int64_t first = 0; // the first row of group g
+  for (int g = 0; g < groups; ++g) {
+    int64_t m = rows[g];
+    if (m > 0)
+      if (tprt_status status =
+              gemm(dtype, false, transB, m, n, k, alpha,
+                   static_cast<const char *>(a) + size_t(first * lda) * es,
+                   lda,
+                   static_cast<const char *>(b) + size_t(g * strideB) * es,
+                   ldb, beta,
+                   static_cast<char *>(c) + size_t(first * ldc) * es, ldc))
+        return status;
+    first += m;
+  }
+  return TPRT_OK;
+}
+
 tprt_status Backend::gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
                                   int64_t m, int64_t n, int64_t k,
                                   const void *a, int64_t lda, const void *b,

@@ -110,6 +110,17 @@ public:
                                   const void *const *b, int64_t ldb, float beta,
                                   void *const *c, int64_t ldc, int count);
 
+  /// Grouped row-major GEMMs (see tprt_gemm_grouped), arguments already
+  /// checked: group g multiplies the rows[g] rows of A (and writes those of
+  /// C) that follow the earlier groups' by B_g = b + g * strideB. `rows` is
+  /// a host array of `groups` counts >= 0; n > 0. The default loops over
+  /// gemm(), skipping empty groups.
+  virtual tprt_status groupedGemm(tprt_dtype dtype, bool transB, int groups,
+                                  const int64_t *rows, int64_t n, int64_t k,
+                                  float alpha, const void *a, int64_t lda,
+                                  const void *b, int64_t ldb, int64_t strideB,
+                                  float beta, void *c, int64_t ldc);
+
   /// Row-major C = act(op(A) op(B) + addend + bias) (see
   /// tprt_gemm_epilogue), arguments already checked, m and n > 0; addend
   /// and bias may be null. The default multiplies on the host in f32 (f64)

@@ -2,8 +2,8 @@
 //
 // The calls a runner needs to drive a GPU backend the same way as a CPU one:
 // tprt_memory_is_device, tprt_memcpy and tprt_synchronize; the topology
-// queries; tprt_gemm_strided_batched, tprt_gemm_mixed, tprt_gemm_shared_a
-// and tprt_gemm_epilogue.
+// queries; tprt_gemm_strided_batched, tprt_gemm_mixed, tprt_gemm_shared_a,
+// tprt_gemm_grouped and tprt_gemm_epilogue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 using namespace tprt;
 
@@ -282,6 +283,71 @@ TPRT_EXPORT tprt_status tprt_gemm_shared_a(
     ctx->stats.gemm_calls += uint64_t(count);
     ctx->stats.gemm_flops +=
         2.0 * double(m) * double(n) * double(k) * double(count);
+    return TPRT_OK;
+  });
+}
+
+TPRT_EXPORT tprt_status tprt_gemm_grouped(
+    tprt_context *ctx, tprt_dtype dtype, int trans_b, int groups,
+    const int64_t *group_rows, int64_t rows, int64_t n, int64_t k,
+    float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+    int64_t stride_b, float beta, void *c, int64_t ldc, void *stream) {
+  ApiScope scope("tprt_gemm_grouped");
+  (void)stream;
+  return guard([&]() -> tprt_status {
+    // A is rows x k as stored (never transposed: its rows are the groups').
+    if (tprt_status status =
+            checkGemm(ctx, dtype, 0, trans_b, rows, n, k, lda, ldb, ldc))
+      return status;
+    if (groups < 0)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT, "groups is %d, expected >= 0",
+                  groups);
+    if (stride_b < 0)
+      return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                  "stride_b is %lld, expected >= 0",
+                  static_cast<long long>(stride_b));
+    if (groups == 0)
+      return TPRT_OK;
+    if (tprt_status status = checkNotNull({{"group_rows", group_rows}}))
+      return status;
+    if (tprt_status status = checkGemmOperands(a, b, c, rows, n, k))
+      return status;
+    // The counts, wherever they live (a kernel's output on GPU backends).
+    std::vector<int64_t> counts(static_cast<size_t>(groups));
+    if (tprt_status status = ctx->backend->copyBytes(
+            counts.data(), group_rows, counts.size() * sizeof(int64_t)))
+      return status;
+    int64_t total = 0, products = 0;
+    for (int g = 0; g < groups; ++g) {
+      int64_t count = counts[static_cast<size_t>(g)];
+      if (count < 0)
+        return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                    "group_rows[%d] is %lld, expected >= 0", g,
+                    static_cast<long long>(count));
+      total += count;
+      products += count > 0 ? 1 : 0;
+      if (total > rows)
+        return fail(TPRT_ERROR_INVALID_ARGUMENT,
+                    "the group rows sum to more than the %lld rows of A and C "
+                    "(%lld after group %d)",
+                    static_cast<long long>(rows),
+                    static_cast<long long>(total), g);
+    }
+    if (total == 0 || n == 0)
+      return TPRT_OK;
+
+    Backend::TimerMark mark;
+    ctx->backend->timerBegin(mark);
+    tprt_status status = ctx->backend->groupedGemm(
+        dtype, trans_b != 0, groups, counts.data(), n, k, alpha, a, lda, b,
+        ldb, stride_b, beta, c, ldc);
+    if (status) {
+      ctx->backend->timerCancel(mark);
+      return status;
+    }
+    ctx->backend->timerEnd(mark, &ctx->stats.gemm_seconds);
+    ctx->stats.gemm_calls += uint64_t(products);
+    ctx->stats.gemm_flops += 2.0 * double(total) * double(n) * double(k);
     return TPRT_OK;
   });
 }

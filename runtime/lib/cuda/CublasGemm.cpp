@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 using namespace tprt;
 using namespace tprt::cuda;
@@ -274,6 +275,85 @@ tprt_status Cublas::gemmSharedA(tprt_dtype dtype, bool transA, bool transB,
                 static_cast<long long>(m), static_cast<long long>(n),
                 static_cast<long long>(k), dtypeName(dtype), count,
                 cublasText(status));
+  return TPRT_OK;
+}
+
+tprt_status Cublas::gemmGrouped(tprt_dtype dtype, bool transB, int groups,
+                                const int64_t *rows, int64_t n, int64_t k,
+                                float alpha, const void *a, int64_t lda,
+                                const void *b, int64_t ldb, int64_t strideB,
+                                float beta, void *c, int64_t ldc) {
+  size_t es = dtypeSize(dtype);
+  // The non-empty groups: their first rows and their B.
+  struct Product {
+    int64_t m, firstRow, group;
+  };
+  std::vector<Product> products;
+  int64_t first = 0;
+  for (int g = 0; g < groups; ++g) {
+    if (rows[g] > 0)
+      products.push_back({rows[g], first, g});
+    first += rows[g];
+  }
+  auto operandA = [&](const Product &p) {
+    return static_cast<const void *>(static_cast<const char *>(a) +
+                                     size_t(p.firstRow * lda) * es);
+  };
+  auto operandB = [&](const Product &p) {
+    return static_cast<const void *>(static_cast<const char *>(b) +
+                                     size_t(p.group * strideB) * es);
+  };
+  auto operandC = [&](const Product &p) {
+    return static_cast<void *>(static_cast<char *>(c) +
+                               size_t(p.firstRow * ldc) * es);
+  };
+  if (dtype == TPRT_F64 || products.size() == 1) {
+    // cublasGemmGroupedBatchedEx has no f64; one product is one GEMM.
+    for (const Product &p : products)
+      if (tprt_status status =
+              gemm(dtype, dtype, false, transB, p.m, n, k, alpha, operandA(p),
+                   lda, 0, operandB(p), ldb, 0, beta, operandC(p), ldc, 0, 1))
+        return status;
+    return TPRT_OK;
+  }
+  Setup setup;
+  if (tprt_status status = prepare(dtype, alpha, beta, setup))
+    return status;
+  size_t count = products.size();
+  // Column-major, as gemm(): C_g^T (n x m_g) = op(B_g)^T A_g^T, cuBLAS's
+  // first operand our B_g, its second our A_g. Pointer arrays [B.., A..,
+  // C..] on the device; shapes and scalars on the host.
+  std::vector<const void *> pointers(3 * count);
+  std::vector<cublasOperation_t> opFirst(count, transB ? CUBLAS_OP_T
+                                                       : CUBLAS_OP_N),
+      opSecond(count, CUBLAS_OP_N);
+  std::vector<int64_t> ms(count, n), ns(count), ks(count, k),
+      ldFirst(count, ldb), ldSecond(count, lda), ldOut(count, ldc),
+      sizes(count, 1);
+  std::vector<float> alphas(count, alpha), betas(count, beta);
+  for (size_t i = 0; i < count; ++i) {
+    pointers[i] = operandB(products[i]);
+    pointers[count + i] = operandA(products[i]);
+    pointers[2 * count + i] = operandC(products[i]);
+    ns[i] = products[i].m;
+  }
+  CUdeviceptr arrays = 0;
+  if (tprt_status status = stagePointers(pointers.data(), pointers.size(),
+                                         arrays))
+    return status;
+  auto *device = reinterpret_cast<void **>(arrays);
+  cublasStatus_t status = cublasGemmGroupedBatchedEx_64(
+      handle, opFirst.data(), opSecond.data(), ms.data(), ns.data(), ks.data(),
+      alphas.data(), device, setup.type, ldFirst.data(), device + count,
+      setup.type, ldSecond.data(), betas.data(), device + 2 * count,
+      setup.type, ldOut.data(), int64_t(count), sizes.data(), setup.compute);
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return fail(status == CUBLAS_STATUS_ALLOC_FAILED ? TPRT_ERROR_OUT_OF_MEMORY
+                                                     : TPRT_ERROR_BACKEND,
+                "cublasGemmGroupedBatchedEx of %zu groups (n %lld, k %lld, "
+                "%s) failed: %s",
+                count, static_cast<long long>(n), static_cast<long long>(k),
+                dtypeName(dtype), cublasText(status));
   return TPRT_OK;
 }
 

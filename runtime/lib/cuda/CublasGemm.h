@@ -29,6 +29,14 @@
 // one): a ring of kPointerSlots slots, each reused only after the event
 // recorded behind its copy has completed.
 //
+// Grouped products (tprt_gemm_grouped: a mixture of experts' tokens, sorted
+// by expert, times each expert's weight) are one cublasGemmGroupedBatchedEx_64
+// with one cuBLAS group per non-empty group of rows (group_size 1 each: the
+// shapes differ by their row counts), host arrays of shapes and scalars and
+// device arrays of pointers staged as for the shared-A products; f64, which
+// that call does not take, is one cublasGemmEx per group. The row counts
+// reach the host before the call (tprt_gemm_grouped copies them).
+//
 // GEMMs with an epilogue (tprt_gemm_epilogue: C = act(op(A) op(B) + addend
 // + bias)) are one cublasLtMatmul: the bias and the activation in the
 // matmul descriptor's epilogue (BIAS, RELU_BIAS, GELU_BIAS, RELU, GELU),
@@ -68,6 +76,7 @@
 
 #include <map>
 #include <tuple>
+#include <vector>
 
 
 namespace tprt {
@@ -100,6 +109,15 @@ public:
                           int64_t n, int64_t k, float alpha, const void *a,
                           int64_t lda, const void *const *b, int64_t ldb,
                           float beta, void *const *c, int64_t ldc, int count);
+
+  /// Grouped products (see tprt_gemm_grouped): `rows` is a host array of
+  /// `groups` row counts; group g reads the next rows[g] rows of A, B_g = b
+  /// + g * strideB, and writes the same rows of C.
+  tprt_status gemmGrouped(tprt_dtype dtype, bool transB, int groups,
+                          const int64_t *rows, int64_t n, int64_t k,
+                          float alpha, const void *a, int64_t lda,
+                          const void *b, int64_t ldb, int64_t strideB,
+                          float beta, void *c, int64_t ldc);
 
   /// C = act(op(A) op(B) + addend + bias) as one cublasLtMatmul (see
   /// tprt_gemm_epilogue); addend and bias may be null.

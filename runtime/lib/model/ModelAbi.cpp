@@ -15,6 +15,7 @@
 #include "common/DType.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -289,6 +290,40 @@ void batchedGemm(tprt_dtype abType, tprt_dtype cType, int32_t transA,
           op);
 }
 
+/// The routed product of a mixture of experts: C [R, N] = the rows of A
+/// [R, K] in groups of rows[g] rows, group g times op(B[g]) (B [G, K, N], or
+/// [G, N, K] with trans_b), rows [G] i64 (a kernel's output: device memory
+/// on GPU backends), one tprt_gemm_grouped call.
+void groupedGemm(tprt_dtype dtype, int32_t transB, int64_t aRank, void *aDesc,
+                 int64_t bRank, void *bDesc, int64_t rowsRank, void *rowsDesc,
+                 int64_t cRank, void *cDesc) {
+  const char *op = "gemm_grouped";
+  size_t bytes = bytesOf(dtype);
+  if (aRank != 2 || bRank != 3 || rowsRank != 1 || cRank != 2)
+    fail(op, "A and C must be 2-D, B 3-D [groups, rows, columns] and the "
+             "row counts 1-D");
+  Tensor a = readDescriptor(aRank, aDesc, bytes, op);
+  Tensor b = readDescriptor(bRank, bDesc, bytes, op);
+  Tensor rows = readDescriptor(rowsRank, rowsDesc, sizeof(int64_t), op);
+  Tensor c = readDescriptor(cRank, cDesc, bytes, op);
+  int64_t groups = b.shape[0], m = c.shape[0], n = c.shape[1];
+  int64_t k = a.shape[1];
+  if (rows.shape[0] != groups)
+    fail(op, "the row counts are not one per group of B");
+  if (a.shape[0] != m || (transB ? b.shape[2] : b.shape[1]) != k ||
+      (transB ? b.shape[1] : b.shape[2]) != n)
+    fail(op, "the operand shapes do not match C = A_g op(B_g)");
+  if (groups > INT32_MAX)
+    fail(op, "more groups than an int holds");
+  if (!binding().ctx)
+    fail(op, "the runtime is not bound (call tprt_model_bind)");
+  check(tprt_gemm_grouped(binding().ctx, dtype, transB, int(groups),
+                          reinterpret_cast<const int64_t *>(rows.data), m, n,
+                          k, 1.0f, a.data, k, b.data, b.shape[2],
+                          b.shape[1] * b.shape[2], 0.0f, c.data, n, nullptr),
+        op);
+}
+
 /// C_i = op(A) op(B_i) for i < count on 2-D contiguous buffers, one
 /// tprt_gemm_shared_a call. `operands` holds the (rank, descriptor) pairs
 /// of B_0..B_{count-1}, then of C_0..C_{count-1}.
@@ -430,6 +465,12 @@ int64_t tprt_mlir_axis_index(int64_t axes_mask) {
         {c2Rank, c2Desc}, {c3Rank, c3Desc}};                                   \
     sharedAGemm(DTYPE, "gemm_shared_a4", transA, transB, aRank, aDesc, 4,      \
                 operands);                                                     \
+  }                                                                            \
+  void tprt_mlir_gemm_grouped_##SUFFIX(                                       \
+      int32_t transB, int64_t aRank, void *aDesc, int64_t bRank, void *bDesc,  \
+      int64_t rowsRank, void *rowsDesc, int64_t cRank, void *cDesc) {          \
+    groupedGemm(DTYPE, transB, aRank, aDesc, bRank, bDesc, rowsRank,           \
+                rowsDesc, cRank, cDesc);                                       \
   }                                                                            \
   void tprt_mlir_gemm_epilogue_##SUFFIX(                                      \
       int32_t transA, int32_t transB, int32_t activation, int64_t aRank,       \

@@ -194,6 +194,14 @@ public:
     return cublas.gemmSharedA(dtype, transA, transB, m, n, k, alpha, a, lda, b,
                               ldb, beta, c, ldc, count);
   }
+  tprt_status groupedGemm(tprt_dtype dtype, bool transB, int groups,
+                          const int64_t *rows, int64_t n, int64_t k,
+                          float alpha, const void *a, int64_t lda,
+                          const void *b, int64_t ldb, int64_t strideB,
+                          float beta, void *c, int64_t ldc) override {
+    return cublas.gemmGrouped(dtype, transB, groups, rows, n, k, alpha, a, lda,
+                              b, ldb, strideB, beta, c, ldc);
+  }
   tprt_status gemmEpilogue(tprt_dtype dtype, bool transA, bool transB,
                            int64_t m, int64_t n, int64_t k, const void *a,
                            int64_t lda, const void *b, int64_t ldb,
