@@ -54,35 +54,6 @@ bool isMultiplyAccumulate(linalg::LinalgOp op) {
   return true;
 }
 
-/// The elementwise linalg.generic that is the only use of `result` and
-/// rounds it to `narrow` (arith.truncf to nearest even; identity maps, its
-/// init not read), or null: torch-mlir's 16-bit product, summed in f32 and
-/// rounded back, which is the 16-bit GEMM's meaning.
-linalg::GenericOp narrowingConsumer(Value result, Type narrow) {
-  if (!result.hasOneUse())
-    return {};
-  auto generic = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
-  if (!generic || !generic.hasPureTensorSemantics() ||
-      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
-      generic->getNumResults() != 1 ||
-      generic.getDpsInputOperand(0)->get() != result ||
-      generic.getNumLoops() != generic.getNumParallelLoops() ||
-      !llvm::all_of(generic.getIndexingMapsArray(),
-                    [](AffineMap m) { return m.isIdentity(); }))
-    return {};
-  Block *body = generic.getBlock();
-  if (!body->getArgument(1).use_empty() || body->getOperations().size() != 2)
-    return {};
-  auto trunc = dyn_cast<arith::TruncFOp>(body->front());
-  if (!trunc || trunc.getIn() != body->getArgument(0) ||
-      body->getTerminator()->getOperand(0) != trunc.getResult() ||
-      trunc.getType() != narrow)
-    return {};
-  if (std::optional<arith::RoundingMode> mode = trunc.getRoundingmode())
-    if (*mode != arith::RoundingMode::to_nearest_even)
-      return {};
-  return generic;
-}
 
 /// Whether `v`, a value used in `body`, is computed from the block
 /// arguments `inputs`, values defined outside the body and pure
@@ -404,4 +375,34 @@ bool mlir::tp::isRoutedGatherOnly(Operation *gather) {
       return false;
   }
   return true;
+}
+
+/// The elementwise linalg.generic that is the only use of `result` and
+/// rounds it to `narrow` (arith.truncf to nearest even; identity maps, its
+/// init not read), or null: torch-mlir's 16-bit product, summed in f32 and
+/// rounded back, which is the 16-bit GEMM's meaning.
+linalg::GenericOp mlir::tp::narrowingConsumer(Value result, Type narrow) {
+  if (!result.hasOneUse())
+    return {};
+  auto generic = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      generic->getNumResults() != 1 ||
+      generic.getDpsInputOperand(0)->get() != result ||
+      generic.getNumLoops() != generic.getNumParallelLoops() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return {};
+  Block *body = generic.getBlock();
+  if (!body->getArgument(1).use_empty() || body->getOperations().size() != 2)
+    return {};
+  auto trunc = dyn_cast<arith::TruncFOp>(body->front());
+  if (!trunc || trunc.getIn() != body->getArgument(0) ||
+      body->getTerminator()->getOperand(0) != trunc.getResult() ||
+      trunc.getType() != narrow)
+    return {};
+  if (std::optional<arith::RoundingMode> mode = trunc.getRoundingmode())
+    if (*mode != arith::RoundingMode::to_nearest_even)
+      return {};
+  return generic;
 }

@@ -85,6 +85,13 @@ std::optional<RoutedContraction> matchRoutedContraction(linalg::LinalgOp op,
 /// no other users: the routed program never materialises it.
 bool isRoutedGatherOnly(Operation *gather);
 
+/// The elementwise linalg.generic that is the only use of `result` and
+/// rounds it to `narrow` (arith.truncf to nearest even; identity maps, its
+/// init not read), or null: torch-mlir's 16-bit product, summed in f32 and
+/// rounded back, which is the 16-bit GEMM's meaning. Shared with
+/// tp-gemm-to-runtime, which folds the rounding into the GEMM.
+linalg::GenericOp narrowingConsumer(Value result, Type narrow);
+
 } // namespace mlir::tp
 
 #endif // TP_ANALYSIS_ROUTEDCONTRACTION_H

@@ -54,6 +54,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tp/Analysis/RoutedContraction.h"
 #include "tp/Conversion/Passes.h"
 #include "tp/Conversion/RuntimeSymbols.h"
 
@@ -217,41 +218,6 @@ std::string checkMultiplyAccumulate(linalg::LinalgOp op) {
   return "";
 }
 
-/// The elementwise linalg.generic that is the only use of `op`'s result
-/// and rounds it to `narrow` (arith.truncf to nearest even), or null. Its
-/// maps are identities and its init is not read.
-linalg::GenericOp getNarrowingConsumer(linalg::LinalgOp op, Type narrow) {
-  Value result = op->getResult(0);
-  if (!result.hasOneUse())
-    return {};
-  auto generic = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
-  if (!generic || !generic.hasPureTensorSemantics() ||
-      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
-      generic->getNumResults() != 1 ||
-      generic.getDpsInputOperand(0)->get() != result ||
-      generic.getNumLoops() != generic.getNumParallelLoops() ||
-      !llvm::all_of(generic.getIndexingMapsArray(),
-                    [](AffineMap m) { return m.isIdentity(); }))
-    return {};
-  auto resultType = cast<RankedTensorType>(generic->getResult(0).getType());
-  if (resultType.getShape() !=
-          cast<RankedTensorType>(result.getType()).getShape() ||
-      resultType.getElementType() != narrow)
-    return {};
-  Block *body = generic.getBlock();
-  if (!body->getArgument(1).use_empty() ||
-      body->getOperations().size() != 2)
-    return {};
-  auto trunc = dyn_cast<arith::TruncFOp>(body->front());
-  if (!trunc || trunc.getIn() != body->getArgument(0) ||
-      body->getTerminator()->getOperand(0) != trunc.getResult() ||
-      trunc.getType() != narrow)
-    return {};
-  if (std::optional<arith::RoundingMode> mode = trunc.getRoundingmode())
-    if (*mode != arith::RoundingMode::to_nearest_even)
-      return {};
-  return generic;
-}
 
 class GemmLowering {
 public:
@@ -457,7 +423,7 @@ void GemmLowering::lower(linalg::LinalgOp op) {
   // A widening product rounded back to its operands' type by its only use:
   // the 16-bit GEMM computes exactly that (f32 sums, one rounding).
   linalg::GenericOp narrowing =
-      widening && zeroInit ? getNarrowingConsumer(op, operand)
+      widening && zeroInit ? narrowingConsumer(op->getResult(0), operand)
                            : linalg::GenericOp();
   Type product = narrowing ? operand : element;
   std::string suffix = *runtime::getElementSuffix(operand);
