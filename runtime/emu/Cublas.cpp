@@ -346,6 +346,35 @@ MOCK_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
                                        algo);
 }
 
+/// Reads `count` entries of the three device-memory pointer arrays of a
+/// batched or grouped call into host vectors (cuBLAS requires the arrays in
+/// device memory; anything else is refused as cuBLAS would fail).
+static cublasStatus_t readPointerArrays(const std::string &call,
+                                        const void *aArray, const void *bArray,
+                                        const void *cArray, int64_t count,
+                                        std::vector<const void *> &a,
+                                        std::vector<const void *> &b,
+                                        std::vector<void *> &c) {
+  size_t bytes = size_t(count) * sizeof(void *);
+  char why[512];
+  const void *arrays[] = {aArray, bArray, cArray};
+  const void *host[3];
+  const char *names[] = {"Aarray", "Barray", "Carray"};
+  for (int i = 0; i < 3; ++i)
+    if (!(host[i] = tprtEmuHostRange(arrays[i], bytes, why, sizeof(why))))
+      return complain(CUBLAS_STATUS_EXECUTION_FAILED,
+                      call + ": pointer array " + names[i] + " of " +
+                          std::to_string(count) +
+                          " entries is not in device memory: " + why);
+  a.resize(size_t(count));
+  b.resize(size_t(count));
+  c.resize(size_t(count));
+  std::memcpy(a.data(), host[0], bytes);
+  std::memcpy(b.data(), host[1], bytes);
+  std::memcpy(c.data(), host[2], bytes);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 MOCK_EXPORT cublasStatus_t cublasGemmBatchedEx_64(
     cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb,
     int64_t m, int64_t n, int64_t k, const void *alpha,
@@ -359,23 +388,11 @@ MOCK_EXPORT cublasStatus_t cublasGemmBatchedEx_64(
   if (batch == 0)
     return CUBLAS_STATUS_SUCCESS;
   // The pointer arrays live in device memory, as cuBLAS requires.
-  size_t bytes = size_t(batch) * sizeof(void *);
-  char why[512];
-  const void *arrays[] = {Aarray, Barray, Carray};
-  const void *host[3];
-  const char *names[] = {"Aarray", "Barray", "Carray"};
-  for (int i = 0; i < 3; ++i)
-    if (!(host[i] = tprtEmuHostRange(arrays[i], bytes, why, sizeof(why))))
-      return complain(CUBLAS_STATUS_EXECUTION_FAILED,
-                      std::string(g.call) + ": pointer array " + names[i] +
-                          " of " + std::to_string(batch) +
-                          " entries is not in device memory: " + why);
-  size_t count = static_cast<size_t>(batch);
-  std::vector<const void *> a(count), b(count);
-  std::vector<void *> c(count);
-  std::memcpy(a.data(), host[0], bytes);
-  std::memcpy(b.data(), host[1], bytes);
-  std::memcpy(c.data(), host[2], bytes);
+  std::vector<const void *> a, b;
+  std::vector<void *> c;
+  if (cublasStatus_t s = readPointerArrays(g.call, Aarray, Barray, Carray,
+                                           batch, a, b, c))
+    return s;
   for (int64_t i = 0; i < batch; ++i)
     if (cublasStatus_t s = one(g, a[size_t(i)], b[size_t(i)], c[size_t(i)]))
       return s;
@@ -434,23 +451,11 @@ MOCK_EXPORT cublasStatus_t cublasGemmGroupedBatchedEx_64(
   }
   if (total == 0)
     return CUBLAS_STATUS_SUCCESS;
-  size_t bytes = size_t(total) * sizeof(void *);
-  char why[512];
-  const void *arrays[] = {Aarray, Barray, Carray};
-  const void *host[3];
-  const char *names[] = {"Aarray", "Barray", "Carray"};
-  for (int i = 0; i < 3; ++i)
-    if (!(host[i] = tprtEmuHostRange(arrays[i], bytes, why, sizeof(why))))
-      return complain(CUBLAS_STATUS_EXECUTION_FAILED,
-                      std::string(call) + ": pointer array " + names[i] +
-                          " of " + std::to_string(total) +
-                          " entries is not in device memory: " + why);
-  size_t entries = static_cast<size_t>(total);
-  std::vector<const void *> a(entries), b(entries);
-  std::vector<void *> c(entries);
-  std::memcpy(a.data(), host[0], bytes);
-  std::memcpy(b.data(), host[1], bytes);
-  std::memcpy(c.data(), host[2], bytes);
+  std::vector<const void *> a, b;
+  std::vector<void *> c;
+  if (cublasStatus_t s = readPointerArrays(call, Aarray, Barray, Carray,
+                                           total, a, b, c))
+    return s;
   auto *h = reinterpret_cast<Handle *>(handle);
   size_t product = 0;
   for (int64_t i = 0; i < group_count; ++i) {
